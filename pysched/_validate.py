@@ -1,0 +1,77 @@
+"""Argument checks shared by the Cython core and the pure-Python twin.
+
+Each check either returns the normalised value or raises TypeError, ValueError
+or OverflowError with a message that names the argument. They run before any
+state changes, so a rejected call leaves a structure exactly as it was. The
+Cython core keeps its own fast path for the common types and calls these for
+everything else, so there is one wording for every error.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Hashable
+from typing import Any
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def check_time(value: Any, name: str) -> float:
+    """Return ``value`` as a finite float, or raise naming ``name``."""
+    if isinstance(value, (bool, complex, str, bytes)) or not hasattr(value, "__float__"):
+        raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise OverflowError(f"{name} is too large to be a time: {value!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number, not {type(value).__name__}") from exc
+    if not math.isfinite(seconds):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return seconds
+
+
+def check_priority(value: Any, name: str = "priority") -> int:
+    """Return ``value`` as an int in the signed 64-bit range, or raise."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    if not INT64_MIN <= number <= INT64_MAX:
+        raise OverflowError(f"{name} must fit in a signed 64-bit integer, got {number}")
+    return number
+
+
+def check_hashable(value: Any, name: str) -> int:
+    """Return ``hash(value)``, or raise TypeError naming ``name``."""
+    if not isinstance(value, Hashable):
+        raise TypeError(f"{name} must be hashable, not {type(value).__name__}")
+    try:
+        return hash(value)
+    except TypeError as exc:
+        raise TypeError(f"{name} must be hashable: {exc}") from exc
+
+
+def check_callable(value: Any, name: str = "fn") -> None:
+    """Raise TypeError naming ``name`` unless ``value`` is callable."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, not {type(value).__name__}")
+
+
+def check_capacity(value: Any, name: str = "capacity") -> int:
+    """Return ``value`` as a non-negative int, or raise naming ``name``."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, got {number}")
+    if number > INT64_MAX:
+        raise OverflowError(f"{name} is too large: {number}")
+    return number

@@ -1,0 +1,33 @@
+# cython: language_level=3, embedsignature=True
+# cython: boundscheck=False, wraparound=False, initializedcheck=False
+"""The Cython core of pysched: flat C arrays behind the same API as the pure twin.
+
+Bounds and wraparound checks are off for the whole module. Every index used
+on a C array is either a heap position below ``n`` or a slot number read from
+the id table, and both are kept in range by the invariants stated next to each
+structure; PYSCHED_DEBUG_BUILD=1 turns the checks back on to test that claim.
+Keys in the heaps are C scalars, so no Python code can run during a sift and no
+array can change size under one (unlike ``_heapq``, which needs its "list
+changed size during iteration" check).
+
+Each part lives in an included file of its own; the pure twins in ``pysched/``
+are the spec, and the parts mirror their names and structure.
+"""
+
+cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.math cimport isfinite
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+from pysched._errors import InvalidTransition
+from pysched._validate import (
+    check_callable,
+    check_capacity,
+    check_hashable,
+    check_priority,
+    check_time,
+)
+
+include "_checks.pxi"
+include "_id_table.pxi"
+include "_scheduler.pxi"

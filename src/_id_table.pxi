@@ -1,0 +1,210 @@
+# IdTable: hashable key -> small int slot, for the version table and for
+# addressable queue entries.
+#
+# The pure twins use a dict. Here a dict of 1,000,000 ids costs 40 to 80 bytes
+# an id, plus 32 for each int slot it maps to; this table costs 4 bytes a
+# bucket at a load of at most 1/2 plus 8 for the stored hash, which is what
+# keeps a pending task under 120 bytes (see the memory benchmark).
+#
+# Invariants:
+# - ``index`` has ``mask + 1`` buckets, a power of two, at least twice ``count``:
+#   probing always ends at an empty bucket.
+# - A bucket holds -1 (empty) or a slot in use; every slot in use is in exactly
+#   one bucket, reachable from its home bucket by linear probing with no empty
+#   bucket between (deletion shifts entries back to keep this; no tombstones).
+# - ``keys[s]`` is the key of slot ``s``, or None while ``s`` is free; free
+#   slots are on the ``free`` stack. ``hashes[s]`` is the key's hash.
+
+cdef enum:
+    _MIN_BUCKETS = 8
+    _MAX_SLOTS = 0x3FFFFFFF  # slot numbers stay far inside int32_t
+
+
+cdef inline size_t _home(Py_hash_t h, int shift) noexcept nogil:
+    # Fibonacci hashing: the high bits of h times 2**64/phi spread strided keys
+    # (ids like 0, 1024, 2048, ...) that plain masking would pile into one run.
+    return <size_t>((<uint64_t>h * <uint64_t>0x9E3779B97F4A7C15ULL) >> shift)
+
+
+@cython.final
+@cython.no_gc_clear  # keys stay a list for the owner's lifetime; cycles break elsewhere
+cdef class IdTable:
+    cdef int32_t* index
+    cdef size_t mask
+    cdef int shift            # 64 - log2(mask + 1)
+    cdef Py_hash_t* hashes    # by slot, ``slot_capacity`` long
+    cdef int32_t* free        # stack of free slots below ``len(keys)``
+    cdef Py_ssize_t n_free
+    cdef Py_ssize_t slot_capacity
+    cdef readonly Py_ssize_t count
+    cdef list keys            # by slot; grows to the highest slot ever used
+    cdef uint64_t stamp       # changes whenever buckets change: detects re-entrant edits
+
+    def __cinit__(self):
+        self.keys = []
+        self._alloc_buckets(_MIN_BUCKETS)
+
+    def __dealloc__(self):
+        PyMem_Free(self.index)
+        PyMem_Free(self.hashes)
+        PyMem_Free(self.free)
+
+    cdef int _alloc_buckets(self, size_t n) except -1:
+        cdef int32_t* fresh = <int32_t*>PyMem_Malloc(n * sizeof(int32_t))
+        cdef size_t i
+        cdef int bits = 0
+        if fresh == NULL:
+            raise MemoryError()
+        for i in range(n):
+            fresh[i] = -1
+        while (<size_t>1 << bits) < n:
+            bits += 1
+        PyMem_Free(self.index)
+        self.index = fresh
+        self.mask = n - 1
+        self.shift = 64 - bits
+        return 0
+
+    cdef int _grow_buckets(self) except -1:
+        # Rehash from the stored hashes: no Python code runs.
+        cdef Py_ssize_t s
+        cdef size_t i
+        self._alloc_buckets((self.mask + 1) * 2)
+        for s in range(len(self.keys)):
+            if self.keys[s] is not None:
+                i = _home(self.hashes[s], self.shift)
+                while self.index[i] >= 0:
+                    i = (i + 1) & self.mask
+                self.index[i] = <int32_t>s
+        self.stamp += 1
+        return 0
+
+    cdef int _grow_slots(self) except -1:
+        cdef Py_ssize_t n = self.slot_capacity * 2 if self.slot_capacity else 16
+        cdef Py_hash_t* hashes
+        cdef int32_t* free
+        if n > _MAX_SLOTS:
+            raise MemoryError("too many live keys for one table")
+        hashes = <Py_hash_t*>PyMem_Realloc(self.hashes, n * sizeof(Py_hash_t))
+        if hashes == NULL:
+            raise MemoryError()
+        self.hashes = hashes
+        free = <int32_t*>PyMem_Realloc(self.free, n * sizeof(int32_t))
+        if free == NULL:
+            raise MemoryError()
+        self.free = free
+        self.slot_capacity = n
+        return 0
+
+    cdef Py_ssize_t find(self, object key, Py_hash_t h) except -2:
+        """The slot of ``key`` (whose hash is ``h``), or -1."""
+        cdef size_t i
+        cdef int32_t s
+        cdef uint64_t stamp
+        cdef object other
+        while True:
+            stamp = self.stamp
+            i = _home(h, self.shift)
+            while True:
+                s = self.index[i]
+                if s < 0:
+                    return -1
+                if self.hashes[s] == h:
+                    other = self.keys[s]
+                    if other is key:
+                        return s
+                    # __eq__ may run Python code that edits this table:
+                    # then start again, as dict lookups do.
+                    if other == key:
+                        if self.stamp == stamp:
+                            return s
+                        break
+                    if self.stamp != stamp:
+                        break
+                i = (i + 1) & self.mask
+
+    cdef Py_ssize_t add(self, object key, Py_hash_t h) except -1:
+        """Give ``key``, which must be absent, a slot and return it."""
+        cdef Py_ssize_t s
+        cdef size_t i
+        if <size_t>(self.count + 1) * 2 > self.mask + 1:
+            self._grow_buckets()
+        if self.n_free:
+            self.n_free -= 1
+            s = self.free[self.n_free]
+            self.keys[s] = key
+        else:
+            s = len(self.keys)
+            if s >= self.slot_capacity:
+                self._grow_slots()
+            self.keys.append(key)
+        self.hashes[s] = h
+        i = _home(h, self.shift)
+        while self.index[i] >= 0:
+            i = (i + 1) & self.mask
+        self.index[i] = <int32_t>s
+        self.count += 1
+        self.stamp += 1
+        return s
+
+    cdef object remove(self, Py_ssize_t s):
+        """Free slot ``s`` and return its key, for the caller to drop last.
+
+        Returning the key keeps it alive until the caller's state is whole
+        again, so a key's finaliser cannot run in the middle of an update.
+        """
+        cdef size_t i = _home(self.hashes[s], self.shift)
+        cdef size_t j, k
+        cdef int32_t moved
+        while self.index[i] != s:
+            i = (i + 1) & self.mask
+        # Backward-shift deletion: pull later entries of the run into the hole
+        # unless their home lies cyclically in (hole, position].
+        j = i
+        while True:
+            j = (j + 1) & self.mask
+            moved = self.index[j]
+            if moved < 0:
+                break
+            k = _home(self.hashes[moved], self.shift)
+            if (i <= j and i < k <= j) or (i > j and (k > i or k <= j)):
+                continue
+            self.index[i] = moved
+            i = j
+        self.index[i] = -1
+        key = self.keys[s]
+        self.keys[s] = None
+        self.free[self.n_free] = <int32_t>s
+        self.n_free += 1
+        self.count -= 1
+        self.stamp += 1
+        return key
+
+    cdef inline object key(self, Py_ssize_t s):
+        return self.keys[s]
+
+    cdef inline Py_ssize_t slot_limit(self) noexcept:
+        """One past the highest slot number ever handed out."""
+        return len(self.keys)
+
+    def __len__(self):
+        return self.count
+
+    def _check(self):
+        """Assert every invariant above (tests call this)."""
+        cdef size_t b, i
+        cdef int32_t s
+        cdef Py_ssize_t seen = 0
+        assert (self.mask + 1) >= 2 * <size_t>self.count
+        for b in range(self.mask + 1):
+            s = self.index[b]
+            if s < 0:
+                continue
+            seen += 1
+            assert self.keys[s] is not None
+            i = _home(self.hashes[s], self.shift)
+            while i != b:
+                assert self.index[i] >= 0, "empty bucket inside a probe run"
+                i = (i + 1) & self.mask
+        assert seen == self.count
+        assert self.count + self.n_free == len(self.keys)
