@@ -99,6 +99,8 @@ class _Slot:
 
 _Entry = tuple[float, int, int, _Slot]  # (run_at, -priority, seq, slot)
 
+__all__ = ["REBUILD_FLOOR", "Scheduler", "Task"]
+
 
 class Scheduler:
     """Cancellable priority scheduler of task versions (single-threaded, never sleeps).
@@ -266,6 +268,18 @@ class Scheduler:
             "completed": self._completed,
             "failed": self._failed,
         }
+
+    def _check(self) -> None:
+        """Assert the heap, slot and counter invariants (tests call this)."""
+        heap = self._heap
+        for k in range(1, len(heap)):
+            assert heap[(k - 1) // 2][:3] <= heap[k][:3], "heap order"
+        live = sum(1 for entry in heap if entry[3].pending_seq == entry[2])
+        assert live + len(self._parked) == self._live
+        assert len(heap) - live <= max(live, REBUILD_FLOOR), "stale bound"
+        for task_id, slot in self._slot_of.items():
+            assert slot.task_id is task_id
+            assert slot.pending_seq or slot.running is not None, "a forgotten id is kept"
 
     def _claim(self, slot: _Slot, run_at: float, priority: int) -> Task:
         """Move the pending version of ``slot`` to running."""
