@@ -18,19 +18,13 @@ def core_extension() -> list:
     from Cython.Build import cythonize
 
     directives = {"language_level": "3", "embedsignature": True}
-    macros = []
+    compile_args = []
     if DEBUG_BUILD:
         # Checks the release build leaves out, where the code states why it may.
         directives.update(boundscheck=True, wraparound=True, initializedcheck=True)
-        macros.append(("CYTHON_TRACE", "0"))
-    else:
-        macros.append(("NDEBUG", "1"))
-    ext = Extension(
-        "pysched._core",
-        ["src/_core.pyx"],
-        define_macros=macros,
-        extra_compile_args=["-O0", "-g"] if DEBUG_BUILD and os.name != "nt" else [],
-    )
+        if os.name != "nt":
+            compile_args = ["-O0", "-g", "-UNDEBUG"]
+    ext = Extension("pysched._core", ["src/_core.pyx"], extra_compile_args=compile_args)
     return cythonize([ext], compiler_directives=directives, include_path=["src"])
 
 

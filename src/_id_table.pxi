@@ -12,12 +12,16 @@
 # - A bucket holds -1 (empty) or a slot in use; every slot in use is in exactly
 #   one bucket, reachable from its home bucket by linear probing with no empty
 #   bucket between (deletion shifts entries back to keep this; no tombstones).
-# - ``keys[s]`` is the key of slot ``s``, or None while ``s`` is free; free
-#   slots are on the ``free`` stack. ``hashes[s]`` is the key's hash.
+# - ``keys[s]`` is the key of slot ``s``, or _FREE while ``s`` is free (None is
+#   a valid key); free slots are on the ``free`` stack. ``hashes[s]`` is the
+#   key's hash.
 
 cdef enum:
     _MIN_BUCKETS = 8
     _MAX_SLOTS = 0x3FFFFFFF  # slot numbers stay far inside int32_t
+
+
+cdef object _FREE = object()
 
 
 cdef inline size_t _home(Py_hash_t h, int shift) noexcept nogil:
@@ -71,7 +75,7 @@ cdef class IdTable:
         cdef size_t i
         self._alloc_buckets((self.mask + 1) * 2)
         for s in range(len(self.keys)):
-            if self.keys[s] is not None:
+            if self.keys[s] is not _FREE:
                 i = _home(self.hashes[s], self.shift)
                 while self.index[i] >= 0:
                     i = (i + 1) & self.mask
@@ -173,7 +177,7 @@ cdef class IdTable:
             i = j
         self.index[i] = -1
         key = self.keys[s]
-        self.keys[s] = None
+        self.keys[s] = _FREE
         self.free[self.n_free] = <int32_t>s
         self.n_free += 1
         self.count -= 1
@@ -201,7 +205,7 @@ cdef class IdTable:
             if s < 0:
                 continue
             seen += 1
-            assert self.keys[s] is not None
+            assert self.keys[s] is not _FREE
             i = _home(self.hashes[s], self.shift)
             while i != b:
                 assert self.index[i] >= 0, "empty bucket inside a probe run"
