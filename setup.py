@@ -17,15 +17,20 @@ DEBUG_BUILD = bool(os.environ.get("PYSCHED_DEBUG_BUILD"))
 def core_extension() -> list:
     from Cython.Build import cythonize
 
-    directives = {"language_level": "3", "embedsignature": True}
-    compile_args = []
-    if DEBUG_BUILD:
-        # Checks the release build leaves out, where the code states why it may.
-        directives.update(boundscheck=True, wraparound=True, initializedcheck=True)
-        if os.name != "nt":
-            compile_args = ["-O0", "-g", "-UNDEBUG"]
+    # The release build leaves out the checks that src/_core.pyx says it may;
+    # the debug build puts them back and enables C assertions.
+    checks = DEBUG_BUILD
+    directives = {
+        "language_level": "3",
+        "embedsignature": True,
+        "boundscheck": checks,
+        "wraparound": checks,
+        "initializedcheck": checks,
+    }
+    compile_args = ["-O0", "-g", "-UNDEBUG"] if DEBUG_BUILD and os.name != "nt" else []
     ext = Extension("pysched._core", ["src/_core.pyx"], extra_compile_args=compile_args)
-    return cythonize([ext], compiler_directives=directives, include_path=["src"])
+    # force: the generated C depends on the directives, which a timestamp check misses.
+    return cythonize([ext], compiler_directives=directives, include_path=["src"], force=True)
 
 
 if NO_EXTENSIONS:

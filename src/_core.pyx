@@ -1,8 +1,8 @@
 # cython: language_level=3, embedsignature=True
-# cython: boundscheck=False, wraparound=False, initializedcheck=False
 """The Cython core of pysched: flat C arrays behind the same API as the pure twin.
 
-Bounds and wraparound checks are off for the whole module. Every index used
+Bounds and wraparound checks are off for the whole module (setup.py sets the
+directives, so that the debug build can turn them back on). Every index used
 on a C array is either a heap position below ``n`` or a slot number read from
 the id table, and both are kept in range by the invariants stated next to each
 structure; PYSCHED_DEBUG_BUILD=1 turns the checks back on to test that claim.
