@@ -69,15 +69,46 @@ class Task:
         self._cancel_requested = False
         self._exception: BaseException | None = None
 
-    task_id = property(lambda self: self._task_id, doc="The task id this version belongs to.")
-    version = property(lambda self: self._version, doc="The version number, from 1 per task id.")
-    run_at = property(lambda self: self._run_at, doc="When it was due, on the clock's scale.")
-    priority = property(lambda self: self._priority, doc="Its priority; higher runs first.")
-    fn = property(lambda self: self._fn, doc="The callable to run.")
-    state = property(lambda self: self._state, doc="running, completed or failed.")
-    cancel_requested = property(lambda self: self._cancel_requested,
-                                doc="True once cancel() reached this task while it ran.")
-    exception = property(lambda self: self._exception, doc="The error of a failed task.")
+    # Typed read-only properties: type checkers read this twin for pysched.Task.
+    @property
+    def task_id(self) -> Hashable:
+        """The task id this version belongs to."""
+        return self._task_id
+
+    @property
+    def version(self) -> int:
+        """The version number, from 1 per task id."""
+        return self._version
+
+    @property
+    def run_at(self) -> float:
+        """When it was due, on the clock's scale."""
+        return self._run_at
+
+    @property
+    def priority(self) -> int:
+        """Its priority; higher runs first."""
+        return self._priority
+
+    @property
+    def fn(self) -> Callable[[], Any]:
+        """The callable to run."""
+        return self._fn
+
+    @property
+    def state(self) -> str:
+        """running, completed or failed."""
+        return self._state
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once cancel() reached this task while it ran."""
+        return self._cancel_requested
+
+    @property
+    def exception(self) -> BaseException | None:
+        """The error of a failed task."""
+        return self._exception
 
     def __repr__(self) -> str:
         return (f"<Task {self._task_id!r} v{self._version} {self._state}"
