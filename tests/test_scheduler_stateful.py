@@ -1,0 +1,196 @@
+"""The Scheduler against a plain sorted-list model, driven by hypothesis.
+
+The model keeps every pending version in a list and sorts it on each
+``next()``; it knows nothing of heaps, slots or stale entries. Ids come from a
+small pool and times from a coarse grid, so replacements, ties and parked
+versions happen often. Every result of every call is compared.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
+
+IDS = st.sampled_from(["a", "b", "c", "d", 0, 1, None, (2, 3)])
+TIMES = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+PRIORITIES = st.sampled_from([-(2**63), -1, 0, 0, 1, 2**63 - 1])
+
+
+@dataclass
+class Pending:
+    task_id: object
+    version: int
+    run_at: float
+    priority: int
+    seq: int
+    fn: object
+    parked: bool = False
+
+    def key(self):
+        return (self.run_at, -self.priority, self.seq)
+
+
+@dataclass
+class Model:
+    pending: dict = field(default_factory=dict)  # id -> Pending
+    running: dict = field(default_factory=dict)  # id -> claimed task (of the implementation)
+    versions: dict = field(default_factory=dict)  # id -> newest version, while the id is known
+    seq: int = 0
+
+    def forget_if_idle(self, task_id):
+        if task_id not in self.pending and task_id not in self.running:
+            self.versions.pop(task_id, None)
+
+    def schedule(self, task_id, run_at, priority, fn):
+        self.seq += 1
+        version = self.versions.get(task_id, 0) + 1
+        self.versions[task_id] = version
+        self.pending[task_id] = Pending(task_id, version, run_at, priority, self.seq, fn)
+        return version
+
+    def cancel(self, task_id):
+        if task_id not in self.pending and task_id not in self.running:
+            return False
+        self.pending.pop(task_id, None)
+        self.forget_if_idle(task_id)
+        return True
+
+    def next(self, now):
+        """The spec of next(): walk pending versions in order, parking those whose id runs."""
+        for entry in sorted((p for p in self.pending.values() if not p.parked), key=Pending.key):
+            if entry.run_at > now:
+                return entry.run_at - now
+            if entry.task_id in self.running:
+                entry.parked = True
+                continue
+            del self.pending[entry.task_id]
+            return entry
+        return None
+
+    def finish(self, task_id):
+        del self.running[task_id]
+        if task_id in self.pending:
+            self.pending[task_id].parked = False
+        self.forget_if_idle(task_id)
+
+
+def make_machine(impl):
+    class SchedulerMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.sched = impl.Scheduler(clock=lambda: self.now)
+            self.model = Model()
+            self.now = 0.0
+            self.cancel_requests = set()  # ids whose running task got cancel()
+
+        @rule(task_id=IDS, run_at=TIMES, priority=PRIORITIES)
+        def schedule(self, task_id, run_at, priority):
+            def fn():
+                return None
+
+            expected = self.model.schedule(task_id, self.now + run_at, priority, fn)
+            assert self.sched.schedule(task_id, self.now + run_at, priority, fn) == expected
+
+        @rule(count=st.integers(1, 120), offset=TIMES, cancel=st.booleans())
+        def burst(self, count, offset, cancel):
+            # Enough ids at once to cross REBUILD_FLOOR, so rebuilds happen.
+            for i in range(count):
+                self.schedule(("bulk", i), offset + (i % 3), i % 2)
+            if cancel:
+                for i in range(0, count, 2):
+                    self.cancel(("bulk", i))
+
+        @rule(task_id=IDS)
+        def cancel(self, task_id):
+            expected = self.model.cancel(task_id)
+            assert self.sched.cancel(task_id) is expected
+            if task_id in self.model.running:
+                self.cancel_requests.add(task_id)
+
+        @rule(step=st.sampled_from([0.0, 0.0, 0.5, 1.0]), use_clock=st.booleans())
+        def next(self, step, use_clock):
+            self.now += step
+            expected = self.model.next(self.now)
+            got = self.sched.next() if use_clock else self.sched.next(now=self.now)
+            if expected is None or isinstance(expected, float):
+                assert got == expected
+                return
+            assert (got.task_id, got.version, got.run_at, got.priority, got.fn) == (
+                expected.task_id, expected.version, expected.run_at, expected.priority,
+                expected.fn)
+            assert got.state == "running" and not got.cancel_requested
+            self.model.running[got.task_id] = got
+            self.cancel_requests.discard(got.task_id)
+
+        @precondition(lambda self: self.model.running)
+        @rule(data=st.data(), ok=st.booleans())
+        def finish(self, data, ok):
+            task_id = data.draw(st.sampled_from(sorted(self.model.running, key=repr)))
+            task = self.model.running[task_id]
+            assert task.cancel_requested is (task_id in self.cancel_requests)
+            if ok:
+                self.sched.complete(task)
+            else:
+                self.sched.fail(task, RuntimeError(task_id))
+            self.model.finish(task_id)
+            assert task.state == ("completed" if ok else "failed")
+
+        @rule(bad=st.sampled_from([
+            ("run_at", math.nan, ValueError), ("run_at", math.inf, ValueError),
+            ("run_at", "1", TypeError), ("priority", 2**63, OverflowError),
+            ("priority", 0.5, TypeError), ("task_id", ["list"], TypeError),
+            ("fn", "not callable", TypeError)]))
+        def bad_schedule(self, bad):
+            name, value, error = bad
+            args = {"task_id": "a", "run_at": self.now, "priority": 0, "fn": print, name: value}
+            before = self.sched.stats()
+            with pytest.raises(error, match=name):
+                self.sched.schedule(**args)
+            assert self.sched.stats() == before
+
+        @invariant()
+        def agrees_with_model(self):
+            assert len(self.sched) == len(self.model.pending)
+            stats = self.sched.stats()
+            assert stats["running"] == len(self.model.running)
+            assert stats["parked"] == sum(p.parked for p in self.model.pending.values())
+            assert stats["stale"] <= max(stats["heap_live"], impl.REBUILD_FLOOR)
+            for task_id in ["a", "b", "c", "d", 0, 1, None, (2, 3)]:
+                expected = ("pending" if task_id in self.model.pending
+                            else "running" if task_id in self.model.running else None)
+                assert self.sched.state(task_id) == expected
+            self.sched._check()
+
+        def teardown(self):
+            # Drain: every pending version comes out in the model's order.
+            while self.model.running:
+                self.finish_one(next(iter(self.model.running)))
+            self.now += 10.0
+            while (expected := self.model.next(self.now)) is not None:
+                got = self.sched.next(now=self.now)
+                assert (got.task_id, got.version) == (expected.task_id, expected.version)
+                self.sched.complete(got)
+            assert self.sched.next(now=self.now) is None and len(self.sched) == 0
+
+        def finish_one(self, task_id):
+            self.sched.complete(self.model.running[task_id])
+            self.model.finish(task_id)
+
+    return SchedulerMachine
+
+
+SETTINGS = settings(max_examples=150, stateful_step_count=60, deadline=None)
+
+TestPureScheduler = make_machine(pure_namespace()).TestCase
+TestPureScheduler.settings = SETTINGS
+
+if not NO_EXTENSIONS:
+    TestCythonScheduler = make_machine(compiled_module()).TestCase
+    TestCythonScheduler.settings = SETTINGS
