@@ -11,7 +11,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-NO_EXTENSIONS = bool(os.environ.get("PYSCHED_NO_EXTENSIONS")) or sys.implementation.name != "cpython"
+NO_EXTENSIONS = (bool(os.environ.get("PYSCHED_NO_EXTENSIONS"))
+                 or sys.implementation.name != "cpython")
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from ._scheduler_py import Scheduler, Task

@@ -239,10 +239,7 @@ class Scheduler:
         early. O(log n) amortised: stale entries popped on the way were paid
         for when they turned stale.
         """
-        if now is None:
-            now = check_time(self._clock(), "clock()")
-        else:
-            now = check_time(now, "now")
+        now = check_time(self._clock(), "clock()") if now is None else check_time(now, "now")
         heap = self._heap
         while heap:
             run_at, neg_priority, seq, slot = heap[0]
@@ -354,7 +351,10 @@ class Scheduler:
             del self._slot_of[task.task_id]
 
     def _maybe_rebuild(self) -> None:
-        """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1)."""
+        """Drop every stale entry at once when they outnumber the live ones.
+
+        O(n), amortised O(1).
+        """
         heap = self._heap
         heap_live = self._live - len(self._parked)
         if len(heap) > REBUILD_FLOOR and len(heap) - heap_live > heap_live:
