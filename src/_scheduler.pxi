@@ -55,6 +55,7 @@ cdef class Task:
     cdef readonly str state
     cdef readonly bint cancel_requested
     cdef readonly object exception
+    cdef Py_ssize_t _slot     # its id's slot while running: finishing needs no hash lookup
 
     @property
     def version(self):
@@ -294,6 +295,7 @@ cdef class Scheduler:
         task.priority = entry.priority
         task.fn = self._fns[slot]
         task.state = _RUNNING
+        task._slot = slot
         self._slots[slot].pending_seq = 0
         self._fns[slot] = None  # task.fn still holds it: nothing is freed here
         self._running[slot] = task
@@ -313,11 +315,12 @@ cdef class Scheduler:
         return fn
 
     cdef int _finish(self, Task task, str state, object exception) except -1:
-        cdef Py_ssize_t slot = -1
+        cdef Py_ssize_t slot = task._slot
         cdef object old_id = None
-        if task.state is _RUNNING:
-            slot = self._ids.find(task.task_id, _as_hash(task.task_id, "task_id"))
-        if slot < 0 or self._running[slot] is not task:
+        # A task is this scheduler's running one only if its slot holds it; a
+        # task of another scheduler may carry any slot number, so check the range.
+        if (task.state is not _RUNNING or slot >= len(self._running)
+                or self._running[slot] is not task):
             raise InvalidTransition(
                 f"cannot finish task {task.task_id!r} version {task._version}: it is "
                 f"{task.state}" + ("" if task.state is not _RUNNING else " in another scheduler"))
@@ -379,7 +382,7 @@ cdef class Scheduler:
         item.slot = slot
         self._heap[self._heap_len] = item
         self._heap_len += 1
-        self._sift_up(self._heap_len - 1)
+        self._sift_up(0, self._heap_len - 1)
 
     cdef inline void _pop(self) noexcept:
         # Precondition: _heap_len > 0. Drops the root.
@@ -388,12 +391,12 @@ cdef class Scheduler:
             self._heap[0] = self._heap[self._heap_len]
             self._sift_down(0)
 
-    cdef void _sift_up(self, Py_ssize_t pos) noexcept:
+    cdef void _sift_up(self, Py_ssize_t start, Py_ssize_t pos) noexcept:
         # Precondition: the heap invariant holds everywhere except between
-        # ``pos`` and its ancestors.
+        # ``pos`` and its ancestors up to ``start``.
         cdef HeapEntry item = self._heap[pos]
         cdef Py_ssize_t parent
-        while pos > 0:
+        while pos > start:
             parent = (pos - 1) // _ARITY
             if not _before(&item, &self._heap[parent]):
                 break
@@ -402,8 +405,13 @@ cdef class Scheduler:
         self._heap[pos] = item
 
     cdef void _sift_down(self, Py_ssize_t pos) noexcept:
-        # Precondition: both subtrees of ``pos`` are heaps.
+        # Precondition: every subtree below ``pos`` is a heap.
+        # Floyd's bottom-up variant, as in heapq: walk the hole down to a leaf
+        # along the best children, then sift the item back up. The moved item
+        # is usually a late one that belongs near the leaves, so this saves the
+        # comparison with it at every level.
         cdef HeapEntry item = self._heap[pos]
+        cdef Py_ssize_t start = pos
         cdef Py_ssize_t n = self._heap_len
         cdef Py_ssize_t first, best, child, last
         while True:
@@ -415,11 +423,10 @@ cdef class Scheduler:
             for child in range(first + 1, last):
                 if _before(&self._heap[child], &self._heap[best]):
                     best = child
-            if not _before(&self._heap[best], &item):
-                break
             self._heap[pos] = self._heap[best]
             pos = best
         self._heap[pos] = item
+        self._sift_up(start, pos)
 
     cdef void _maybe_rebuild(self) noexcept:
         """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1)."""
