@@ -7,12 +7,28 @@ where the extension is absent or PYSCHED_NO_EXTENSIONS is set.
 from ._errors import InvalidTransition, SchedulerClosed
 from ._impl import IMPLEMENTATION, Scheduler, Task
 from ._version import __version__
+from .threadpool import (
+    CancelToken,
+    SchedulerFull,
+    TaskCancelled,
+    TaskFuture,
+    TaskTimeout,
+    ThreadPoolScheduler,
+    current_token,
+)
 
 __all__ = [
     "IMPLEMENTATION",
+    "CancelToken",
     "InvalidTransition",
     "Scheduler",
     "SchedulerClosed",
+    "SchedulerFull",
     "Task",
+    "TaskCancelled",
+    "TaskFuture",
+    "TaskTimeout",
+    "ThreadPoolScheduler",
     "__version__",
+    "current_token",
 ]
