@@ -249,9 +249,8 @@ class Scheduler:
                 continue
             if run_at > now:
                 return run_at - now  # > 0: distinct finite floats never subtract to 0
-            entry = heappop(heap)
             if slot.running is not None:
-                self._parked[slot] = entry
+                self._parked[slot] = heappop(heap)
                 continue
             return self._claim(slot, run_at, -neg_priority)
         return None
@@ -310,9 +309,10 @@ class Scheduler:
             assert slot.pending_seq or slot.running is not None, "a forgotten id is kept"
 
     def _claim(self, slot: _Slot, run_at: float, priority: int) -> Task:
-        """Move the pending version of ``slot`` to running."""
+        """Pop the head, which is ``slot``'s pending version, and move it to running."""
         assert slot.fn is not None
         task = Task(slot.task_id, slot.version, run_at, priority, slot.fn)
+        heappop(self._heap)
         slot.pending_seq = 0
         slot.fn = None
         slot.running = task

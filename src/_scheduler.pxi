@@ -213,9 +213,10 @@ cdef class Scheduler:
                 continue
             if head.run_at > t:
                 return head.run_at - t  # > 0: distinct finite doubles never subtract to 0
-            self._pop()
+            # Allocate before popping, so a MemoryError cannot lose the entry.
             if self._running[head.slot] is not None:
                 self._parked[head.slot] = (head.run_at, head.priority, head.seq)
+                self._pop()
                 continue
             return self._claim(&head)
         return None
@@ -286,9 +287,10 @@ cdef class Scheduler:
     # -- internals ---------------------------------------------------------
 
     cdef Task _claim(self, HeapEntry* entry):
-        """Move the pending version of ``entry.slot`` to running."""
+        """Pop the head ``entry`` and move its pending version to running."""
         cdef Py_ssize_t slot = entry.slot
         cdef Task task = Task.__new__(Task)
+        self._pop()
         task.task_id = self._ids.key(slot)
         task._version = self._slots[slot].version
         task.run_at = entry.run_at
