@@ -75,3 +75,13 @@ def check_capacity(value: Any, name: str = "capacity") -> int:
     if number > INT64_MAX:
         raise OverflowError(f"{name} is too large: {number}")
     return number
+
+
+def missing_key(key: Any, name: str = "key") -> KeyError:
+    """The error for a ``name`` that names no entry, for the caller to raise."""
+    return KeyError(f"{name} {key!r} is not in the queue")
+
+
+def duplicate_key(key: Any, name: str = "key") -> ValueError:
+    """The error for a ``name`` that already names an entry, for the caller to raise."""
+    return ValueError(f"{name} {key!r} is already in the queue")

@@ -31,3 +31,4 @@ from pysched._validate import (
 include "_checks.pxi"
 include "_id_table.pxi"
 include "_scheduler.pxi"
+include "_bounded_queue.pxi"

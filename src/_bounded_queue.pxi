@@ -1,0 +1,741 @@
+# StableBoundedPriorityQueue: mirrors pysched/_bounded_queue_py.py, which states the design.
+#
+# Entry records live in one flat C array; the two heaps are 4-ary heaps of
+# record numbers (int32_t) ordered through the records' (priority, seq). Values
+# sit in a Python list by record number so the GC sees them; keys and tenants
+# live in IdTables, which give each a small slot and store its hash, so
+# releasing one never calls back into Python.
+#
+# Re-entrancy: every call first does all that may run Python code (argument
+# conversion, hashing, a key's __eq__, allocations that may start the cyclic
+# GC and its finalisers) in a loop that starts again if that code edited the
+# queue (``_stamp`` changed); then it commits with C operations only: no
+# allocation, no lookup, no object freed. Objects taken out go to a
+# QueueEntry allocated in the loop, which is released when the call returns.
+
+from libc.stdint cimport int8_t
+
+from pysched._validate import duplicate_key, missing_key
+
+cdef enum:
+    _BQ_ARITY = 4            # as the scheduler's heap: half the depth of a binary one
+    _MAX_RECORDS = 0x7FFFFFFF  # record numbers fit in int32_t
+
+# Below this many dead nodes in a heap they are left for the roots to drop.
+COMPACT_FLOOR = 64
+cdef Py_ssize_t _COMPACT_FLOOR = COMPACT_FLOOR
+
+# Why an entry left the queue (QueueEntry.reason).
+cdef str _EVICTED = "evicted"    # an old worst entry made room for a better newcomer
+cdef str _CAPACITY = "capacity"  # the newcomer was refused: full of entries at least as good
+cdef str _QUOTA = "quota"        # the newcomer was refused: its tenant held tenant_limit entries
+cdef str _POPPED = "popped"
+cdef str _REMOVED = "removed"
+
+
+ctypedef struct Record:
+    int64_t priority     # lower is better
+    uint64_t seq         # unique and increasing: FIFO among equal priorities
+    int32_t key_slot     # its key's slot in _keys while alive, else -1
+    int32_t tenant_slot  # its tenant's slot in _tenants while alive, else -1
+    int8_t alive         # in the queue; then it has exactly one node in each heap
+    int8_t nodes         # heap nodes naming it: 2 while alive, 0 exactly while free
+
+
+ctypedef struct Node:
+    # The record's sort key, copied so that a sift reads no record: at
+    # C = 100,000 loading a record per comparison made churn 2x slower.
+    # The worst heap stores ~priority and ~seq: bitwise not reverses the order
+    # without overflow, so both heaps are min-heaps under one comparison.
+    int64_t priority
+    uint64_t seq
+    int32_t rec          # the record it names (in use while a node names it)
+
+
+cdef inline bint _bq_before(const Node* a, const Node* b) noexcept nogil:
+    # Seqs are unique, so two nodes never tie.
+    if a.priority != b.priority:
+        return a.priority < b.priority
+    return a.seq < b.seq
+
+
+@cython.cdivision(True)  # positions are never negative
+cdef void _bq_sift_up(Node* heap, Py_ssize_t start, Py_ssize_t pos) noexcept nogil:
+    # Precondition: the heap invariant holds everywhere except between ``pos``
+    # and its ancestors up to ``start``.
+    cdef Node item = heap[pos]
+    cdef Py_ssize_t parent
+    while pos > start:
+        parent = (pos - 1) // _BQ_ARITY
+        if not _bq_before(&item, &heap[parent]):
+            break
+        heap[pos] = heap[parent]
+        pos = parent
+    heap[pos] = item
+
+
+cdef void _bq_sift_down(Node* heap, Py_ssize_t n, Py_ssize_t pos) noexcept nogil:
+    # Precondition: every subtree below ``pos`` is a heap.
+    # Floyd's bottom-up variant, as in heapq and the scheduler: walk the hole
+    # down to a leaf along the best children, then sift the item back up. The
+    # item is a last node or a newcomer that beat the worst, and belongs near
+    # the leaves, so this saves the comparison with it at every level.
+    cdef Node item = heap[pos]
+    cdef Py_ssize_t start = pos
+    cdef Py_ssize_t first, top, child, last
+    while True:
+        first = _BQ_ARITY * pos + 1
+        if first >= n:
+            break
+        top = first
+        last = min(first + _BQ_ARITY, n)
+        for child in range(first + 1, last):
+            if _bq_before(&heap[child], &heap[top]):
+                top = child
+        heap[pos] = heap[top]
+        pos = top
+    heap[pos] = item
+    _bq_sift_up(heap, start, pos)
+
+
+cdef inline int32_t _bq_pop_root(Node* heap, Py_ssize_t* n) noexcept nogil:
+    # Precondition: n[0] > 0. Removes the root and returns its record.
+    cdef int32_t rec = heap[0].rec
+    n[0] -= 1
+    if n[0]:
+        heap[0] = heap[n[0]]
+        _bq_sift_down(heap, n[0], 0)
+    return rec
+
+
+@cython.cdivision(True)
+cdef void _bq_heapify(Node* heap, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t k
+    if n > 1:
+        for k in range((n - 2) // _BQ_ARITY, -1, -1):
+            _bq_sift_down(heap, n, k)
+
+
+cdef inline void _bq_set(Node* node, int64_t priority, uint64_t seq, int32_t rec) noexcept nogil:
+    node.priority = priority
+    node.seq = seq
+    node.rec = rec
+
+
+cdef int _bq_cover(void** array, Py_ssize_t* capacity, Py_ssize_t index, size_t item) except -1:
+    """Grow ``array`` (``capacity`` items of ``item`` bytes) so that ``index`` fits."""
+    cdef Py_ssize_t n
+    cdef void* grown
+    if index < capacity[0]:
+        return 0
+    n = max(16, capacity[0] * 2, index + 1)
+    grown = PyMem_Realloc(array[0], n * item)
+    if grown == NULL:
+        raise MemoryError()
+    array[0] = grown
+    capacity[0] = n
+    return 0
+
+
+@cython.final
+@cython.freelist(8)
+cdef class QueueEntry:
+    """An entry as it left the queue: what ``push_or_evict()`` and ``pop_entry()`` return.
+
+    ``reason`` says why: ``"evicted"`` (an old worst entry made room for a
+    better newcomer), ``"capacity"`` or ``"quota"`` (the newcomer itself was
+    refused), ``"popped"``. The attributes are read-only.
+    """
+    cdef readonly int64_t priority
+    cdef readonly uint64_t seq
+    cdef readonly object value
+    cdef readonly object key
+    cdef readonly object tenant
+    cdef readonly str reason
+
+    def __repr__(self):
+        return (f"<QueueEntry {self.reason} priority={self.priority} seq={self.seq}"
+                f" value={self.value!r} key={self.key!r} tenant={self.tenant!r}>")
+
+
+cdef QueueEntry _bq_entry(int64_t priority, uint64_t seq, object value, object key,
+                          object tenant, str reason):
+    cdef QueueEntry entry = QueueEntry.__new__(QueueEntry)
+    entry.priority = priority
+    entry.seq = seq
+    entry.value = value
+    entry.key = key
+    entry.tenant = tenant
+    entry.reason = reason
+    return entry
+
+
+@cython.final
+@cython.no_gc_clear  # _values and the tables must outlive any finaliser that calls back in
+cdef class StableBoundedPriorityQueue:
+    """Keeps the ``capacity`` best entries pushed to it (single-threaded).
+
+    Lower priority numbers are better; equal priorities leave in push order.
+    When full, a push replaces the worst entry only if strictly better.
+    Entries may carry a ``key`` (for ``remove``/``reprioritize``) and a
+    ``tenant`` (at most ``tenant_limit`` live entries each). Not thread-safe:
+    share it through ``pysched.ThreadSafeBoundedPriorityQueue``.
+    """
+    cdef int64_t _capacity
+    cdef Py_ssize_t _quota       # tenant_limit, or -1 for none
+    cdef Record* _recs           # by record number, _recs_capacity long
+    cdef int32_t* _free          # stack of free record numbers below _n_recs
+    cdef Py_ssize_t _n_free
+    cdef Py_ssize_t _n_recs      # record numbers ever handed out: each is in use or free
+    cdef Py_ssize_t _recs_capacity
+    cdef Node* _best             # min-heap by (priority, seq); root live or heap empty
+    cdef Node* _worst            # min-heap by (~priority, ~seq); root live or heap empty
+    cdef Py_ssize_t _best_len
+    cdef Py_ssize_t _worst_len
+    cdef Py_ssize_t _heap_capacity  # of each heap
+    cdef list _values            # by record: its value while alive, else None; _recs_capacity long
+    cdef IdTable _keys           # key -> slot; None until the first keyed entry is accepted
+    cdef int32_t* _key_rec       # by key slot: the live record of that key
+    cdef Py_ssize_t _key_rec_capacity
+    cdef IdTable _tenants        # tenant -> slot, for tenants with live entries; None until needed
+    cdef Py_ssize_t* _tenant_count  # by tenant slot: its live entries, > 0
+    cdef Py_ssize_t _tenant_count_capacity
+    cdef Py_ssize_t _live
+    cdef uint64_t _seq           # the last sequence number handed out
+    cdef uint64_t _stamp         # changes with every edit of the entries: detects re-entrant edits
+    cdef Py_ssize_t _accepted
+    cdef Py_ssize_t _rejected_capacity
+    cdef Py_ssize_t _rejected_quota
+    cdef Py_ssize_t _evicted
+    cdef Py_ssize_t _popped
+    cdef Py_ssize_t _removed
+    cdef Py_ssize_t _reprioritized
+    cdef Py_ssize_t _dead_cleaned
+    cdef Py_ssize_t _compactions
+
+    def __cinit__(self):
+        self._values = []
+        self._quota = -1
+
+    def __init__(self, capacity, *, tenant_limit=None):
+        self._capacity = check_capacity(capacity, "capacity")
+        if tenant_limit is not None:
+            self._quota = check_capacity(tenant_limit, "tenant_limit")
+
+    def __dealloc__(self):
+        PyMem_Free(self._recs)
+        PyMem_Free(self._free)
+        PyMem_Free(self._best)
+        PyMem_Free(self._worst)
+        PyMem_Free(self._key_rec)
+        PyMem_Free(self._tenant_count)
+
+    @property
+    def capacity(self):
+        """The most entries the queue holds."""
+        return self._capacity
+
+    @property
+    def tenant_limit(self):
+        """The most live entries one tenant may hold, or None for no limit."""
+        return None if self._quota < 0 else self._quota
+
+    def __len__(self):
+        """The number of entries: O(1)."""
+        return self._live
+
+    def __bool__(self):
+        return self._live > 0
+
+    def __repr__(self):
+        return f"<StableBoundedPriorityQueue len={self._live} capacity={self._capacity}>"
+
+    def push(self, priority, value, *, key=None, tenant=None):
+        """push(priority, value, *, key=None, tenant=None) -> bool
+
+        Offer an entry; return whether it was accepted.
+
+        Refused when its tenant is at ``tenant_limit``, or when the queue is
+        full and the entry is not strictly better than the worst one; an
+        accepted entry may evict the worst. ``key`` (not None) must not be in
+        the queue already. O(log n); a refusal is O(1).
+        """
+        cdef int64_t prio = _as_priority(priority, "priority")
+        return not isinstance(self._offer(prio, value, key, tenant, False), str)
+
+    def push_or_evict(self, priority, value, *, key=None, tenant=None):
+        """push_or_evict(priority, value, *, key=None, tenant=None) -> QueueEntry | None
+
+        Offer an entry as ``push`` does; return what was dropped, as Lucene's insertWithOverflow.
+
+        None when the entry was accepted and nothing left; the evicted old worst
+        entry (reason ``"evicted"``) when it made room; the newcomer itself
+        (reason ``"capacity"`` or ``"quota"``) when it was refused. O(log n).
+        """
+        cdef int64_t prio = _as_priority(priority, "priority")
+        return self._offer(prio, value, key, tenant, True)
+
+    def pop(self):
+        """pop() -> value
+
+        Remove and return the best value; IndexError when empty. O(log n) amortised.
+        """
+        return self._pop_entry().value
+
+    def pop_entry(self):
+        """pop_entry() -> QueueEntry
+
+        Remove the best entry and return it whole (reason ``"popped"``). O(log n) amortised.
+        """
+        return self._pop_entry()
+
+    def peek(self):
+        """peek() -> value
+
+        The best value, left in place; IndexError when empty. O(1).
+        """
+        if not self._live:
+            raise IndexError("peek at an empty queue")
+        return self._values[self._best[0].rec]
+
+    def peek_worst(self):
+        """peek_worst() -> value
+
+        The worst value: the next to be evicted; IndexError when empty. O(1).
+        """
+        if not self._live:
+            raise IndexError("peek at an empty queue")
+        return self._values[self._worst[0].rec]
+
+    def snapshot(self):
+        """snapshot() -> list[tuple[int, int, object]]
+
+        Every entry as ``(priority, seq, value)``, best first. O(n log n).
+        """
+        cdef list out = []
+        cdef Py_ssize_t k = 0
+        cdef int32_t r
+        # Appending may start the GC, whose finalisers may edit the queue: so
+        # re-read the heap and its length at each step (never out of bounds).
+        while k < self._best_len:
+            r = self._best[k].rec
+            k += 1
+            if self._recs[r].alive:
+                out.append((self._recs[r].priority, self._recs[r].seq, self._values[r]))
+        out.sort()
+        return out
+
+    def remove(self, key):
+        """remove(key) -> value
+
+        Take the entry of ``key`` out and return its value; KeyError if absent.
+
+        O(1) amortised: its heap nodes turn dead in place.
+        """
+        cdef Py_hash_t h = _as_hash(key, "key")
+        cdef QueueEntry out = QueueEntry.__new__(QueueEntry)
+        # find() is the last thing here that may run Python code.
+        cdef Py_ssize_t ks = self._keys.find(key, h) if self._keys is not None else -1
+        if ks < 0:
+            raise missing_key(key)
+        self._kill(self._key_rec[ks], out, _REMOVED)
+        self._removed += 1
+        self._settle()
+        return out.value
+
+    def reprioritize(self, key, priority):
+        """reprioritize(key, priority) -> None
+
+        Give the entry of ``key`` a new priority and a fresh seq; KeyError if absent.
+
+        The old entry dies and a new one with the same value, key and tenant
+        takes its place, behind existing entries of equal priority. The length
+        does not change, so nothing is evicted or refused. O(log n).
+        """
+        cdef int64_t prio = _as_priority(priority, "priority")
+        cdef Py_hash_t h = _as_hash(key, "key")
+        cdef Py_ssize_t ks
+        cdef uint64_t stamp
+        cdef int32_t old, r
+        while True:
+            # find() may run Python code that edits the queue: then look again.
+            stamp = self._stamp
+            ks = self._keys.find(key, h) if self._keys is not None else -1
+            if ks < 0:
+                raise missing_key(key)
+            self._reserve(False, False)
+            if stamp == self._stamp:
+                break
+        self._seq += 1
+        old = self._key_rec[ks]
+        r = self._new_record(prio, self._seq, <int32_t>ks, self._recs[old].tenant_slot)
+        self._values[r] = self._values[old]
+        self._values[old] = None  # moved, not released: _values[r] holds it
+        self._recs[old].alive = 0
+        self._recs[old].key_slot = -1
+        self._recs[old].tenant_slot = -1
+        self._key_rec[ks] = r
+        self._stamp += 1
+        self._push_node(r)
+        self._reprioritized += 1
+        self._settle()
+
+    def stats(self):
+        """stats() -> dict
+
+        Counters and sizes; each heap's dead nodes never exceed ``max(length, COMPACT_FLOOR)``.
+
+        ``accepted - evicted - popped - removed == length`` at all times.
+        """
+        return {
+            "length": self._live,
+            "capacity": self._capacity,
+            "accepted": self._accepted,
+            "rejected_capacity": self._rejected_capacity,
+            "rejected_quota": self._rejected_quota,
+            "evicted": self._evicted,
+            "popped": self._popped,
+            "removed": self._removed,
+            "reprioritized": self._reprioritized,
+            "tenants": len(self._tenants) if self._tenants is not None else 0,
+            "dead": self._best_len + self._worst_len - 2 * self._live,
+            "dead_cleaned": self._dead_cleaned,
+            "compactions": self._compactions,
+        }
+
+    def _check(self):
+        """Assert every invariant (tests call this after each step)."""
+        cdef Py_ssize_t k, child, live = self._live
+        cdef Py_ssize_t bound = max(live, _COMPACT_FLOOR)
+        cdef Record* rec
+        cdef int32_t r
+        cdef list in_best = [0] * self._n_recs
+        cdef list in_worst = [0] * self._n_recs
+        cdef list keyed = []
+        cdef list tenanted = [0] * (self._tenants.slot_limit() if self._tenants is not None else 0)
+        cdef Node* node
+        # Heap order: no node is before its parent.
+        for k in range(self._best_len):
+            for child in range(_BQ_ARITY * k + 1, min(_BQ_ARITY * k + _BQ_ARITY + 1, self._best_len)):
+                assert not _bq_before(&self._best[child], &self._best[k]), "best heap order"
+        for k in range(self._worst_len):
+            for child in range(_BQ_ARITY * k + 1, min(_BQ_ARITY * k + _BQ_ARITY + 1, self._worst_len)):
+                assert not _bq_before(&self._worst[child], &self._worst[k]), "worst heap order"
+        # Nodes name records in use and carry their key (reversed in the worst heap).
+        for k in range(self._best_len):
+            node = &self._best[k]
+            assert 0 <= node.rec < self._n_recs
+            assert (node.priority, node.seq) == (self._recs[node.rec].priority, self._recs[node.rec].seq)
+            in_best[node.rec] += 1
+        for k in range(self._worst_len):
+            node = &self._worst[k]
+            assert 0 <= node.rec < self._n_recs
+            assert (~node.priority, ~node.seq) == (self._recs[node.rec].priority, self._recs[node.rec].seq)
+            in_worst[node.rec] += 1
+        # Free records are named by no node, and listed once.
+        free = [self._free[k] for k in range(self._n_free)]
+        assert len(set(free)) == self._n_free
+        for r in free:
+            assert not self._recs[r].alive and self._recs[r].nodes == 0 and not in_best[r] and not in_worst[r]
+        assert len(self._values) == self._recs_capacity >= self._n_recs
+        for r in range(self._n_recs):
+            rec = &self._recs[r]
+            # ``nodes`` counts the nodes naming the record.
+            assert rec.nodes == in_best[r] + in_worst[r], "node count"
+            if rec.alive:
+                # Each live record has exactly one node in each heap.
+                assert in_best[r] == in_worst[r] == 1
+                assert rec.seq <= self._seq
+                live -= 1
+                if rec.key_slot >= 0:
+                    assert self._key_rec[rec.key_slot] == r
+                    keyed.append(r)
+                if rec.tenant_slot >= 0:
+                    tenanted[rec.tenant_slot] += 1
+            else:
+                # A dead record holds nothing: its objects are freed once the caller drops them.
+                assert self._values[r] is None and rec.key_slot == -1 and rec.tenant_slot == -1
+        assert live == 0, "live count"
+        for r in range(self._n_recs, self._recs_capacity):
+            assert self._values[r] is None
+        # Never more entries than the capacity.
+        assert self._live <= self._capacity
+        # Both roots are live: peeks are O(1) and the admission test reads the true worst.
+        assert not self._best_len or self._recs[self._best[0].rec].alive
+        assert not self._worst_len or self._recs[self._worst[0].rec].alive
+        # The dead-node bound that keeps memory O(capacity).
+        assert self._best_len - self._live <= bound and self._worst_len - self._live <= bound, "dead-node bound"
+        # The key table names exactly the live keyed records.
+        if self._keys is not None:
+            self._keys._check()
+        assert len(keyed) == (len(self._keys) if self._keys is not None else 0)
+        # Each tenant counts its live records, is within its limit, and is forgotten at 0.
+        if self._tenants is not None:
+            self._tenants._check()
+            for k in range(self._tenants.slot_limit()):
+                if self._tenants.key(k) is _FREE:  # a free slot
+                    assert tenanted[k] == 0
+                else:
+                    assert self._tenant_count[k] == tenanted[k] > 0
+                    assert self._quota < 0 or tenanted[k] <= self._quota
+        # The counters add up.
+        assert self._accepted - self._evicted - self._popped - self._removed == self._live
+
+    # -- internals ---------------------------------------------------------
+
+    cdef object _offer(self, int64_t priority, object value, object key, object tenant,
+                       bint report):
+        """Admit or refuse one entry (``priority`` already checked).
+
+        Returns None (accepted, nothing dropped), the evicted QueueEntry, or for
+        a refusal the QueueEntry of the newcomer when ``report`` is true and the
+        reason string when it is not (push() needs no object).
+        """
+        cdef Py_hash_t kh = 0, th = 0
+        cdef Py_ssize_t ks = -1, ts = -1, load
+        cdef uint64_t stamp, seq
+        cdef bint full
+        cdef str refused
+        cdef QueueEntry dropped = None
+        cdef int32_t r, victim
+        if key is not None:
+            kh = _as_hash(key, "key")
+        if tenant is not None:
+            th = _as_hash(tenant, "tenant")
+        while True:
+            # __eq__ of a key or tenant, and any allocation (through the GC's
+            # finalisers), may run Python code that edits this queue: then look
+            # again, so the commit below acts on whole, current state.
+            stamp = self._stamp
+            if key is not None and self._keys is not None and self._keys.find(key, kh) >= 0:
+                raise duplicate_key(key)
+            ts = self._tenants.find(tenant, th) if tenant is not None and self._tenants is not None else -1
+            seq = self._seq + 1
+            refused = None
+            full = self._live == self._capacity
+            load = self._tenant_count[ts] if ts >= 0 else 0
+            if tenant is not None and self._quota >= 0 and load >= self._quota:
+                refused = _QUOTA
+            # Full: the newcomer's seq is the newest, so only a strictly lower
+            # priority number beats the worst (the root of _worst is live).
+            elif full and (not self._capacity or priority >= ~self._worst[0].priority):
+                refused = _CAPACITY
+            if refused is not None:
+                if report:
+                    dropped = _bq_entry(priority, seq, value, key, tenant, refused)
+            else:
+                if full:
+                    dropped = QueueEntry.__new__(QueueEntry)
+                self._reserve(key is not None, tenant is not None and ts < 0)
+            if stamp == self._stamp:
+                break
+        if refused is not None:
+            self._seq = seq
+            if refused is _QUOTA:
+                self._rejected_quota += 1
+            else:
+                self._rejected_capacity += 1
+            return dropped if report else refused
+        # The tables may fail to grow: add to them before anything else changes.
+        if key is not None:
+            ks = self._keys.add(key, kh)
+        if tenant is not None and ts < 0:
+            try:
+                ts = self._tenants.add(tenant, th)
+                self._tenant_count[ts] = 0
+            except BaseException:
+                if ks >= 0:
+                    self._keys.remove(ks)  # the caller still holds the key
+                raise
+        # Commit: C operations only from here on.
+        self._seq = seq
+        self._stamp += 1
+        r = self._new_record(priority, seq, <int32_t>ks, <int32_t>ts)
+        self._values[r] = value
+        if ks >= 0:
+            self._key_rec[ks] = r
+        if ts >= 0:
+            self._tenant_count[ts] += 1
+        if full:
+            victim = self._worst[0].rec
+            self._kill(victim, dropped, _EVICTED)
+            # The new node takes the root of _worst in one sift instead of a pop and a push.
+            _bq_set(&self._worst[0], ~priority, ~seq, r)
+            _bq_sift_down(self._worst, self._worst_len, 0)
+            self._release_node(victim)
+            self._evicted += 1
+            _bq_set(&self._best[self._best_len], priority, seq, r)
+            self._best_len += 1
+            _bq_sift_up(self._best, 0, self._best_len - 1)
+        else:
+            self._push_node(r)
+        self._live += 1
+        self._accepted += 1
+        self._settle()
+        return dropped
+
+    cdef QueueEntry _pop_entry(self):
+        cdef QueueEntry out
+        cdef int32_t r
+        if not self._live:
+            raise IndexError("pop from an empty queue")
+        out = QueueEntry.__new__(QueueEntry)
+        if not self._live:  # the allocation ran a finaliser that emptied the queue
+            raise IndexError("pop from an empty queue")
+        r = _bq_pop_root(self._best, &self._best_len)
+        self._kill(r, out, _POPPED)
+        self._release_node(r)
+        self._popped += 1
+        self._settle()
+        return out
+
+    cdef int _kill(self, int32_t r, QueueEntry out, str reason) except -1:
+        """Take live record ``r`` out of the queue into ``out``, which then holds its objects.
+
+        Its heap nodes stay where they are, dead; the caller drops the node it
+        took off a root and then calls _settle. No Python code runs: the tables
+        release slots by their stored hashes, and every object moves to ``out``.
+        """
+        cdef Record* rec = &self._recs[r]
+        cdef Py_ssize_t ts = rec.tenant_slot
+        out.priority = rec.priority
+        out.seq = rec.seq
+        out.reason = reason
+        out.value = self._values[r]
+        self._values[r] = None  # out holds it until the caller returns
+        if rec.key_slot >= 0:
+            out.key = self._keys.remove(rec.key_slot)
+        if ts >= 0:
+            self._tenant_count[ts] -= 1
+            if self._tenant_count[ts]:
+                out.tenant = self._tenants.key(ts)
+            else:
+                out.tenant = self._tenants.remove(ts)
+        rec.alive = 0
+        rec.key_slot = -1
+        rec.tenant_slot = -1
+        self._live -= 1
+        self._stamp += 1
+        return 0
+
+    cdef inline int32_t _new_record(self, int64_t priority, uint64_t seq, int32_t key_slot,
+                                    int32_t tenant_slot) noexcept:
+        # Precondition: _reserve() made room (a free record or one below _recs_capacity).
+        cdef int32_t r
+        cdef Record* rec
+        if self._n_free:
+            self._n_free -= 1
+            r = self._free[self._n_free]
+        else:
+            r = <int32_t>self._n_recs
+            self._n_recs += 1
+        rec = &self._recs[r]
+        rec.priority = priority
+        rec.seq = seq
+        rec.key_slot = key_slot
+        rec.tenant_slot = tenant_slot
+        rec.alive = 1
+        rec.nodes = 2  # the caller pushes one node into each heap
+        return r
+
+    cdef inline void _push_node(self, int32_t r) noexcept:
+        # Precondition: _reserve() left room in both heaps.
+        cdef Record* rec = &self._recs[r]
+        _bq_set(&self._best[self._best_len], rec.priority, rec.seq, r)
+        self._best_len += 1
+        _bq_sift_up(self._best, 0, self._best_len - 1)
+        _bq_set(&self._worst[self._worst_len], ~rec.priority, ~rec.seq, r)
+        self._worst_len += 1
+        _bq_sift_up(self._worst, 0, self._worst_len - 1)
+
+    cdef inline void _release_node(self, int32_t r) noexcept:
+        # A node naming dead record ``r`` left a heap; the record is free once none is left.
+        self._recs[r].nodes -= 1
+        if not self._recs[r].nodes:
+            self._free[self._n_free] = r
+            self._n_free += 1
+
+    cdef void _settle(self) noexcept:
+        """Drop dead roots, and compact when a heap holds more dead nodes than live ones."""
+        cdef Py_ssize_t bound
+        cdef int32_t r
+        while self._best_len and not self._recs[self._best[0].rec].alive:
+            r = _bq_pop_root(self._best, &self._best_len)
+            self._release_node(r)
+            self._dead_cleaned += 1
+        while self._worst_len and not self._recs[self._worst[0].rec].alive:
+            r = _bq_pop_root(self._worst, &self._worst_len)
+            self._release_node(r)
+            self._dead_cleaned += 1
+        bound = max(self._live, _COMPACT_FLOOR)
+        if self._best_len - self._live > bound or self._worst_len - self._live > bound:
+            self._compact()
+
+    cdef void _compact(self) noexcept:
+        """Rebuild both heaps from their live nodes: O(n), amortised O(1) per call that made one dead."""
+        self._best_len = self._keep_live(self._best, self._best_len)
+        self._worst_len = self._keep_live(self._worst, self._worst_len)
+        _bq_heapify(self._best, self._best_len)
+        _bq_heapify(self._worst, self._worst_len)
+        self._compactions += 1
+
+    cdef Py_ssize_t _keep_live(self, Node* heap, Py_ssize_t n) noexcept:
+        # Move the live nodes to the front, release the dead ones; return the live count.
+        cdef Py_ssize_t k, kept = 0
+        for k in range(n):
+            if self._recs[heap[k].rec].alive:
+                heap[kept] = heap[k]
+                kept += 1
+            else:
+                self._release_node(heap[k].rec)
+        self._dead_cleaned += n - kept
+        return kept
+
+    cdef int _reserve(self, bint keyed, bint new_tenant) except -1:
+        """Make room for one more record, one more node in each heap, and a new key or tenant slot.
+
+        Called before anything changes, so a MemoryError leaves the queue as it was.
+        """
+        cdef Py_ssize_t n
+        cdef Record* recs
+        cdef int32_t* free
+        if not self._n_free and self._n_recs == self._recs_capacity:
+            if self._n_recs >= _MAX_RECORDS:
+                raise MemoryError("too many entries for one queue")
+            n = min(max(16, self._recs_capacity * 2), <Py_ssize_t>_MAX_RECORDS)
+            recs = <Record*>PyMem_Realloc(self._recs, n * sizeof(Record))
+            if recs == NULL:
+                raise MemoryError()
+            self._recs = recs
+            free = <int32_t*>PyMem_Realloc(self._free, n * sizeof(int32_t))
+            if free == NULL:
+                raise MemoryError()
+            self._free = free
+            self._values.extend([None] * (n - len(self._values)))
+            self._recs_capacity = n  # only once every array is this long
+        if self._best_len == self._heap_capacity or self._worst_len == self._heap_capacity:
+            n = max(16, self._heap_capacity * 2)
+            self._grow_heaps(n)
+        if keyed:
+            if self._keys is None:
+                self._keys = IdTable()
+            _bq_cover(<void**>&self._key_rec, &self._key_rec_capacity,
+                      self._keys.slot_limit(), sizeof(int32_t))
+        if new_tenant:
+            if self._tenants is None:
+                self._tenants = IdTable()
+            _bq_cover(<void**>&self._tenant_count, &self._tenant_count_capacity,
+                      self._tenants.slot_limit(), sizeof(Py_ssize_t))
+        return 0
+
+    cdef int _grow_heaps(self, Py_ssize_t n) except -1:
+        cdef Node* grown = <Node*>PyMem_Realloc(self._best, n * sizeof(Node))
+        if grown == NULL:
+            raise MemoryError()
+        self._best = grown
+        grown = <Node*>PyMem_Realloc(self._worst, n * sizeof(Node))
+        if grown == NULL:
+            raise MemoryError()
+        self._worst = grown
+        self._heap_capacity = n
+        return 0
