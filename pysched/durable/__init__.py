@@ -1,0 +1,31 @@
+"""Durable schedules: crash recovery on SQLite, one schedule shared by processes on PostgreSQL.
+
+>>> from pysched import durable
+>>> @durable.task(name="send-report")
+... def send_report(day):
+...     ...
+>>> sched = durable.DurableScheduler("schedule.db", max_workers=4)   # doctest: +SKIP
+>>> sched.schedule("report", sched.clock() + 60, 0, send_report, args=["monday"])  # doctest: +SKIP
+
+Work is stored as a reference (a registered name or an allowed
+``module:function``) plus JSON arguments, never as a callable, so a lambda
+is refused with ``NotDurable``. Execution is at-least-once: a version whose
+process died while running it runs again once its lease expires (at once
+when the process restarts under the same ``owner``), so handlers must be
+idempotent; ``current_task().attempt`` says which try this is. See
+docs/durable.md for the guarantees, the time model and the schema.
+"""
+
+from .errors import BadRow, DurableError, NotDurable, UnknownTask
+from .memory import MemoryStore
+from .registry import REGISTRY, TaskRegistry, task
+from .runner import DurableFuture, DurableScheduler, DurableTaskFailed, current_task
+from .store import Claim, NewTask, Outcome, Row, Store
+from .stores import open_store
+from .timebase import Timebase
+
+__all__ = [
+    "REGISTRY", "BadRow", "Claim", "DurableError", "DurableFuture", "DurableScheduler",
+    "DurableTaskFailed", "MemoryStore", "NewTask", "NotDurable", "Outcome", "Row", "Store",
+    "TaskRegistry", "Timebase", "UnknownTask", "current_task", "open_store", "task",
+]

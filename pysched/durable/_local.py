@@ -1,0 +1,66 @@
+"""What a running task can see of itself: ``current_task()`` in a worker thread.
+
+The record lives in a thread-local for the duration of one run, so a
+handler can read its attempt number (to make itself idempotent) and whether
+``cancel()`` reached it while it runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store import Claim
+
+_current = threading.local()
+
+__all__ = ["RunningTask", "current_task"]
+
+
+class RunningTask:
+    """One claimed version while this process holds its lease.
+
+    ``attempt`` counts the claims of this version (1 on the first run; more
+    after a crash or an expired lease: at-least-once). ``cancel_requested``
+    turns true when ``cancel(task_id)`` reaches this process while it runs;
+    stopping is up to the running code.
+    """
+
+    __slots__ = ("_scheduler", "attempt", "cancel_requested", "run_at", "task_id", "token",
+                 "version")
+
+    def __init__(self, scheduler: Any, claim: Claim) -> None:
+        self._scheduler = scheduler
+        self.task_id = claim.task_id
+        self.version = claim.version
+        self.attempt = claim.attempts
+        self.run_at = claim.run_at  # wall-clock instant it was due
+        self.token = claim.token
+        self.cancel_requested = False
+
+    def __repr__(self) -> str:
+        return f"<RunningTask {self.task_id!r} v{self.version} attempt {self.attempt}>"
+
+
+def current_task() -> RunningTask | None:
+    """The durable task running in this thread, or None outside one."""
+    return getattr(_current, "task", None)
+
+
+@contextmanager
+def running(task: RunningTask) -> Iterator[None]:
+    """Make ``task`` the current task of this thread for the ``with`` block."""
+    _current.task = task
+    try:
+        yield
+    finally:
+        _current.task = None
+
+
+def inside(scheduler: Any) -> bool:
+    """True when called from a task that ``scheduler`` is running."""
+    task = current_task()
+    return task is not None and task._scheduler is scheduler

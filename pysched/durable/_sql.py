@@ -1,0 +1,60 @@
+"""Helpers shared by the SQL stores: checked table names and per-thread connections.
+
+Each thread gets its own connection, opened on first use, so a claim on
+the dispatcher's connection never waits behind a finish on a worker's; the
+store keeps a list of them to close them all in ``close()``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+C = TypeVar("C")
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+
+__all__ = ["ThreadConnections", "check_table"]
+
+
+def check_table(name: Any) -> str:
+    """``name`` if it is a safe, lower-case SQL identifier (it is spliced into SQL text)."""
+    if not isinstance(name, str) or _IDENTIFIER.match(name) is None:
+        raise ValueError(f"table must match {_IDENTIFIER.pattern}, got {name!r}")
+    return name
+
+
+class ThreadConnections(Generic[C]):
+    """One connection per thread from ``connect``; ``close_all`` closes every one."""
+
+    def __init__(self, connect: Callable[[], C], close: Callable[[C], None]) -> None:
+        self._connect = connect
+        self._close = close
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[C] = []
+        self._closed = False
+
+    def get(self) -> C:
+        conn: C | None = getattr(self._local, "conn", None)
+        if conn is None:
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError("the store is closed")
+            conn = self._connect()
+            with self._lock:
+                self._all.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def close_all(self) -> None:
+        with self._lock:
+            self._closed = True
+            conns, self._all = self._all, []
+        for conn in conns:
+            try:
+                self._close(conn)
+            except Exception:  # noqa: BLE001 - closing a broken connection must not stop the rest
+                pass

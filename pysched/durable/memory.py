@@ -1,0 +1,162 @@
+"""MemoryStore: the store protocol in a dict, for one process that need not survive.
+
+It is the executable spec of the SQL stores (the same conformance tests run
+on all three) and what a DurableScheduler uses when given no store. Every
+method takes one lock, so each is atomic like a SQL transaction. O(1) per
+row written; ``rows()`` and ``claim()`` scan the table, O(n) (fine for the
+sizes it is meant for; the SQL stores use indexes).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .store import (
+    CANCELLED, ERROR, PENDING, ROW_FORMAT, RUNNING, Claim, NewTask, Outcome, Row, Store,
+)
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(Store):
+    """A Store kept in memory; ``clock`` (wall seconds) is injectable for tests."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._seq = 0
+        self._high: float | None = None
+
+    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        versions = []
+        with self._lock:
+            for t in tasks:
+                self._seq += 1
+                row = self._rows.get(t.task_id)
+                if row is None:
+                    row = self._rows[t.task_id] = {
+                        "task_id": t.task_id, "version": 0, "lease_owner": None,
+                        "lease_token": None, "lease_expires": None}
+                row.update(version=row["version"] + 1, state=PENDING, run_at=t.run_at,
+                           priority=t.priority, ref=t.ref, args=t.args, attempts=0,
+                           error=None, seq=self._seq, fmt=ROW_FORMAT)
+                versions.append(row["version"])
+        return versions
+
+    def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        with self._lock:
+            row = self._rows.get(task_id)
+            allowed = (PENDING, RUNNING) if version is None else (PENDING,)
+            if (row is None or row["state"] not in allowed
+                    or version is not None and row["version"] != version):
+                return None
+            row["version"] += 1
+            row["state"] = CANCELLED
+            return int(row["version"])
+
+    def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
+        with self._lock:
+            now = self._clock()
+            if task_ids is None:
+                found = [r for r in self._rows.values() if r["state"] == PENDING]
+            else:
+                found = [self._rows[i] for i in dict.fromkeys(task_ids) if i in self._rows]
+            return [Row(r["task_id"], r["version"], r["state"], r["run_at"], r["priority"],
+                        r["state"] == PENDING and _live(r, now)) for r in found]
+
+    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+        with self._lock:
+            now = self._clock()
+            due = sorted((r for r in self._rows.values()
+                          if r["state"] == PENDING and r["run_at"] <= threshold
+                          and not _live(r, now)),
+                         key=lambda r: (r["run_at"], -r["priority"], r["seq"]))[:limit]
+            claims = []
+            for r in due:
+                r["attempts"] += 1
+                r.update(state=RUNNING, lease_owner=owner, lease_expires=now + lease,
+                         lease_token=f"{owner}:{r['version']}:{r['attempts']}:{r['task_id']}")
+                claims.append(Claim(r["task_id"], r["version"], r["run_at"], r["priority"],
+                                    r["ref"], r["args"], r["attempts"], r["lease_token"],
+                                    r["fmt"]))
+            return claims
+
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        results = []
+        with self._lock:
+            for o in outcomes:
+                row = self._rows.get(o.task_id)
+                if row is None or row["lease_token"] != o.token:
+                    results.append(False)
+                    continue
+                recorded = row["version"] == o.version and row["state"] == RUNNING
+                if recorded:
+                    row.update(state=o.state, error=o.error)
+                row.update(lease_owner=None, lease_token=None, lease_expires=None)
+                results.append(recorded)
+        return results
+
+    def heartbeat(self, owner: str, lease: float) -> int:
+        with self._lock:
+            expires = self._clock() + lease
+            held = [r for r in self._rows.values() if r["lease_owner"] == owner]
+            for r in held:
+                r["lease_expires"] = expires
+            return len(held)
+
+    def requeue_expired(self) -> list[str]:
+        with self._lock:
+            now = self._clock()
+            return self._release([r for r in self._rows.values()
+                                  if r["lease_expires"] is not None and r["lease_expires"] < now])
+
+    def release_owner(self, owner: str) -> list[str]:
+        with self._lock:
+            return self._release([r for r in self._rows.values() if r["lease_owner"] == owner])
+
+    def mark_error(self, task_id: str, version: int, message: str) -> bool:
+        with self._lock:
+            row = self._rows.get(task_id)
+            if row is None or row["version"] != version or row["state"] != PENDING:
+                return False
+            row.update(state=ERROR, error=message)
+            return True
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._rows.get(task_id)
+            return None if row is None else dict(row)
+
+    def wall_high_water(self, wall: float | None = None) -> float | None:
+        with self._lock:
+            if wall is not None and (self._high is None or wall > self._high):
+                self._high = wall
+            return self._high
+
+    def _release(self, held: list[dict[str, Any]]) -> list[str]:
+        """Drop the leases of ``held``; running ones go back to pending. Lock held."""
+        for r in held:
+            if r["state"] == RUNNING:
+                r["state"] = PENDING
+            r.update(lease_owner=None, lease_token=None, lease_expires=None)
+        return [r["task_id"] for r in held]
+
+    # Test hook: write a raw row, as a hostile or corrupted database would hold it.
+    def _put_raw(self, **row: Any) -> None:
+        with self._lock:
+            self._seq += 1
+            base = {"version": 1, "state": PENDING, "run_at": 0.0, "priority": 0, "ref": "",
+                    "args": '{"args":[],"kwargs":{}}', "attempts": 0, "error": None,
+                    "seq": self._seq, "fmt": ROW_FORMAT, "lease_owner": None,
+                    "lease_token": None, "lease_expires": None}
+            base.update(row)
+            self._rows[base["task_id"]] = base
+
+
+def _live(row: dict[str, Any], now: float) -> bool:
+    """True while the row's lease has not expired."""
+    return row["lease_expires"] is not None and row["lease_expires"] >= now

@@ -1,0 +1,274 @@
+"""PostgresStore: one durable schedule shared by many processes on PostgreSQL (psycopg 3).
+
+Claims are batches: a ``SELECT ... FOR UPDATE SKIP LOCKED`` of the due,
+lease-free pending rows in claim order, then an UPDATE of exactly those
+(task_id, version) pairs that are still pending, in one statement. Two
+processes claiming at once therefore take disjoint rows without waiting on
+each other's locks. Leases and their expiry use the server's clock
+(``clock_timestamp()``), so clock skew between nodes does not shorten or
+lengthen a lease; ``run_at`` is the scheduling node's wall clock.
+
+Wake-ups: each write other processes must act on (schedule, cancel, lease
+release) sends ``NOTIFY <table>`` in its transaction, with the written task
+ids as JSON, or ``*`` when they do not fit in a notification; notifications
+are delivered only on commit, in commit order. ``wait_changes`` listens on a
+connection of its own. Every other connection is per thread, in autocommit
+mode, with explicit transactions for multi-statement writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+try:
+    import psycopg
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
+
+from ._sql import ThreadConnections, check_table
+from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
+
+__all__ = ["PostgresStore"]
+
+NOW = "extract(epoch from clock_timestamp())"
+_NOTIFY_MAX = 7000  # bytes; the server refuses payloads of 8000 or more
+_COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
+            "lease_owner, lease_token, lease_expires")
+
+
+class PostgresStore(Store):
+    """A Store in table ``table`` of the PostgreSQL database at ``url`` (created if absent)."""
+
+    notifies = True
+
+    def __init__(self, url: str, *, table: str = "pysched_tasks",
+                 connect_timeout: float = 10.0) -> None:
+        self.url = url
+        self.table = t = check_table(table)
+        self._timeout = connect_timeout
+        self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(
+            self._connect, psycopg.Connection.close)
+        self._listener: psycopg.Connection[Any] | None = None
+        # Server processes of our own connections: their notifications are
+        # of writes this process has already applied, so the listener skips them.
+        self._own_pids: set[int] = set()
+        db = self._conns.get()
+        with db.transaction():
+            # Creating the same table from several processes at once races in
+            # the catalog even with IF NOT EXISTS: serialise on a lock keyed by the name.
+            db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (t,))
+            db.execute(f"CREATE TABLE IF NOT EXISTS {t} ("
+                       "task_id text PRIMARY KEY, version bigint NOT NULL, state text NOT NULL,"
+                       " run_at double precision NOT NULL, priority bigint NOT NULL,"
+                       " ref text NOT NULL, args text NOT NULL, attempts integer NOT NULL"
+                       " DEFAULT 0, seq bigint NOT NULL, fmt integer NOT NULL DEFAULT 1,"
+                       " error text, lease_owner text, lease_token text,"
+                       " lease_expires double precision)")
+            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_due ON {t} (run_at, priority DESC, seq)"
+                       " WHERE state = 'pending'")
+            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_lease ON {t} (lease_expires)"
+                       " WHERE lease_expires IS NOT NULL")
+            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
+                       " WHERE lease_owner IS NOT NULL")
+            db.execute(f"CREATE SEQUENCE IF NOT EXISTS {t}_seq")
+            db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY,"
+                       " value double precision)")
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        db = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._timeout))
+        self._own_pids.add(db.info.backend_pid)
+        return db
+
+    def _notify(self, db: psycopg.Connection[Any], task_ids: Iterable[str]) -> None:
+        payload = json.dumps(list(task_ids), separators=(",", ":"))
+        if len(payload.encode()) > _NOTIFY_MAX:
+            payload = "*"
+        db.execute("SELECT pg_notify(%s, %s)", (self.table, payload))
+
+    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        if not tasks:
+            return []
+        t = self.table
+        versions: list[int] = []
+        db = self._conns.get()
+        with db.transaction():
+            # unnest() sends a batch in one statement; ON CONFLICT may touch a
+            # row once per statement, so a batch naming an id twice is split.
+            for batch in _runs_without_repeats(tasks):
+                cur = db.execute(
+                    f"INSERT INTO {t} AS t (task_id, version, state, run_at, priority, ref, args,"
+                    " attempts, seq, fmt) SELECT i, 1, 'pending', r, p, f, a, 0,"
+                    f" nextval('{t}_seq'), %s FROM unnest(%s::text[], %s::float8[],"
+                    " %s::bigint[], %s::text[], %s::text[]) WITH ORDINALITY AS u(i, r, p, f, a, n)"
+                    " ORDER BY n ON CONFLICT (task_id) DO UPDATE SET version = t.version + 1,"
+                    " state = 'pending', run_at = excluded.run_at, priority = excluded.priority,"
+                    " ref = excluded.ref, args = excluded.args, attempts = 0, error = NULL,"
+                    " seq = excluded.seq, fmt = excluded.fmt RETURNING task_id, version",
+                    (ROW_FORMAT, [x.task_id for x in batch], [x.run_at for x in batch],
+                     [x.priority for x in batch], [x.ref for x in batch],
+                     [x.args for x in batch]))
+                got = dict(cur.fetchall())
+                versions += [got[x.task_id] for x in batch]
+            self._notify(db, (x.task_id for x in tasks))
+        return versions
+
+    def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        db = self._conns.get()
+        with db.transaction():
+            row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
+                             " WHERE task_id = %s AND (state = 'pending' OR state = 'running'"
+                             " AND %s::bigint IS NULL) AND version = coalesce(%s, version)"
+                             " RETURNING version", (task_id, version, version)).fetchone()
+            if row is not None:
+                self._notify(db, [task_id])
+        return None if row is None else int(row[0])
+
+    def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
+        db = self._conns.get()
+        cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
+                f" lease_expires IS NOT NULL AND lease_expires >= {NOW}")
+        if task_ids is None:
+            found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'")
+        else:
+            found = db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id = ANY(%s)",
+                               (list(task_ids),))
+        return [Row(*r) for r in found.fetchall()]
+
+    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+        t = self.table
+        found = self._conns.get().execute(
+            f"WITH due AS (SELECT task_id, version FROM {t}"
+            " WHERE state = 'pending' AND run_at <= %(threshold)s"
+            f" AND (lease_expires IS NULL OR lease_expires < {NOW})"
+            " ORDER BY run_at, priority DESC, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {t} AS t SET state = 'running', attempts = t.attempts + 1,"
+            f" lease_owner = %(owner)s, lease_expires = {NOW} + %(lease)s,"
+            " lease_token = %(owner)s || ':' || t.version || ':' || (t.attempts + 1) || ':'"
+            " || t.task_id"
+            " FROM due WHERE t.task_id = due.task_id AND t.version = due.version"
+            " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
+            " t.ref, t.args, t.attempts, t.lease_token, t.fmt, t.seq",
+            {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease}).fetchall()
+        found.sort(key=lambda r: (r[2], -r[3], r[9]))  # RETURNING gives no order
+        return [Claim(*r[:9]) for r in found]
+
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        if not outcomes:
+            return []
+        t = self.table
+        db = self._conns.get()
+        with db.transaction():
+            # Record where the claim still holds its version; release the
+            # lease wherever the token still holds it.
+            recorded = {r[0] for r in db.execute(
+                f"UPDATE {t} AS t SET state = u.s, error = u.e, lease_owner = NULL,"
+                " lease_token = NULL, lease_expires = NULL FROM unnest(%s::text[], %s::text[],"
+                " %s::bigint[], %s::text[], %s::text[]) AS u(i, k, v, s, e)"
+                " WHERE t.task_id = u.i AND t.lease_token = u.k AND t.version = u.v"
+                " AND t.state = 'running' RETURNING u.k",
+                ([o.task_id for o in outcomes], [o.token for o in outcomes],
+                 [o.version for o in outcomes], [o.state for o in outcomes],
+                 [o.error for o in outcomes])).fetchall()}
+            rest = [o for o in outcomes if o.token not in recorded]
+            if rest:
+                released = [r[0] for r in db.execute(
+                    f"UPDATE {t} AS t SET lease_owner = NULL, lease_token = NULL,"
+                    " lease_expires = NULL FROM unnest(%s::text[], %s::text[]) AS u(i, k)"
+                    " WHERE t.task_id = u.i AND t.lease_token = u.k RETURNING t.task_id",
+                    ([o.task_id for o in rest], [o.token for o in rest])).fetchall()]
+                if released:
+                    self._notify(db, released)  # newer versions may wait for these leases
+        return [o.token in recorded for o in outcomes]
+
+    def heartbeat(self, owner: str, lease: float) -> int:
+        return self._conns.get().execute(
+            f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s",
+            (lease, owner)).rowcount
+
+    def requeue_expired(self) -> list[str]:
+        return self._release(f"lease_expires < {NOW}", ())
+
+    def release_owner(self, owner: str) -> list[str]:
+        return self._release("lease_owner = %s", (owner,))
+
+    def _release(self, where: str, args: tuple[Any, ...]) -> list[str]:
+        db = self._conns.get()
+        with db.transaction():
+            ids = [r[0] for r in db.execute(
+                f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
+                " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+                f" WHERE {where} RETURNING task_id", args).fetchall()]
+            if ids:
+                self._notify(db, ids)
+        return ids
+
+    def mark_error(self, task_id: str, version: int, message: str) -> bool:
+        return self._conns.get().execute(
+            f"UPDATE {self.table} SET state = 'error', error = %s WHERE task_id = %s"
+            " AND version = %s AND state = 'pending'", (message, task_id, version)).rowcount == 1
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = %s",
+                                        (task_id,)).fetchone()
+        return None if row is None else dict(zip(_COLUMNS.split(", "), row))
+
+    def wall_high_water(self, wall: float | None = None) -> float | None:
+        db = self._conns.get()
+        if wall is not None:
+            db.execute(f"INSERT INTO {self.table}_meta VALUES ('wall', %s) ON CONFLICT (key)"
+                       f" DO UPDATE SET value = greatest({self.table}_meta.value, excluded.value)",
+                       (wall,))
+        row = db.execute(f"SELECT value FROM {self.table}_meta WHERE key = 'wall'").fetchone()
+        return None if row is None else float(row[0])
+
+    def wait_changes(self, timeout: float) -> set[str] | None:
+        if self._listener is None:
+            self._listener = self._connect()
+            self._listener.execute(f"LISTEN {self.table}")
+            return set()  # writes before LISTEN are unseen: re-read everything once
+        changed: set[str] | None = None
+        # The first notification ends the wait; the rest already queued are drained.
+        for note in self._listener.notifies(timeout=timeout, stop_after=1):
+            if note.pid not in self._own_pids:
+                changed = _merge(changed, note.payload)
+        if changed is not None and changed:
+            for note in self._listener.notifies(timeout=0):
+                if note.pid not in self._own_pids:
+                    changed = _merge(changed, note.payload)
+                    if not changed:
+                        break
+        return changed
+
+    def close(self) -> None:
+        self._conns.close_all()
+        if self._listener is not None:
+            self._listener.close()
+
+
+def _merge(changed: set[str] | None, payload: str) -> set[str]:
+    """Add one notification's ids; ``*`` (or a garbled payload) means everything: empty set."""
+    if changed is not None and not changed:
+        return changed
+    try:
+        ids = json.loads(payload)
+    except ValueError:
+        return set()
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return set()
+    return (changed or set()) | set(ids)
+
+
+def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:
+    """Split ``tasks`` into consecutive runs in which no task id repeats."""
+    runs: list[list[NewTask]] = [[]]
+    seen: set[str] = set()
+    for task in tasks:
+        if task.task_id in seen:
+            runs.append([])
+            seen.clear()
+        runs[-1].append(task)
+        seen.add(task.task_id)
+    return [run for run in runs if run]
+

@@ -1,0 +1,186 @@
+"""References that name work across restarts: registered names and ``module:function``.
+
+A durable schedule cannot store a callable, only a name that the process
+reading it back can turn into the same callable. Two kinds of names:
+
+- a registered name: ``@registry.task`` (or ``register(fn, name=...)``) maps
+  it to the function in this process; the module that registers it must be
+  imported by every worker before it starts (as with Celery's ``include``);
+- ``module:qualname`` of a module-level function, resolved by importing the
+  module, but only when the module is in ``allowed_modules``: a row in a
+  shared database is data, and importing and calling whatever it names would
+  hand that database's writers this process (``os:system`` is importable too).
+
+Invariant: ``reference(fn)`` returns a name only if ``resolve(name)`` in this
+process returns ``fn`` itself, so every stored reference can be run back at
+the time it was stored. Lookups are O(1) dict reads; an import happens once
+per module (``sys.modules`` caches it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from .errors import NotDurable, UnknownTask
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# A module path and a dotted qualified name, with no "<lambda>" or "<locals>".
+_IMPORT_REF = re.compile(r"^([A-Za-z_][\w.]*):([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)$")
+
+__all__ = ["REGISTRY", "TaskRegistry", "task"]
+
+
+class TaskRegistry:
+    """Maps stored references to callables and callables to references.
+
+    >>> registry = TaskRegistry()
+    >>> @registry.task(name="greet")
+    ... def greet(who):
+    ...     return f"hello {who}"
+    >>> registry.reference(greet)
+    'greet'
+    >>> registry.resolve("greet")("you")
+    'hello you'
+    >>> registry.reference(lambda: None)
+    Traceback (most recent call last):
+    ...
+    pysched.durable.errors.NotDurable: fn is a lambda: ...
+
+    Thread-safe: registration takes a lock; lookups read dicts, which is safe
+    under the GIL and on free-threaded builds (dict reads are atomic there).
+    """
+
+    def __init__(self, *, allowed_modules: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._by_name: dict[str, Callable[..., Any]] = {}
+        self._name_of: dict[Callable[..., Any], str] = {}
+        self.allowed_modules: tuple[str, ...] = tuple(allowed_modules)
+
+    def register(self, fn: F, name: str | None = None) -> F:
+        """Register ``fn`` under ``name`` (default ``module:qualname``) and return it.
+
+        Registering the same function under the same name again is a no-op;
+        a name already taken by another function raises ValueError.
+        """
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        if name is None:
+            name = _import_name(fn)
+            if name is None:
+                raise NotDurable(_why_not_durable(fn) + "; pass name= to register it")
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty str, not {name!r}")
+        with self._lock:
+            old = self._by_name.get(name)
+            if old is not None and old is not fn:
+                raise ValueError(f"task name {name!r} is already registered to {old!r}")
+            self._by_name[name] = fn
+            self._name_of.setdefault(fn, name)
+        return fn
+
+    def task(self, fn: F | None = None, *, name: str | None = None) -> Any:
+        """Decorator form of ``register``: ``@registry.task`` or ``@registry.task(name="x")``."""
+        if fn is None:
+            return lambda f: self.register(f, name)
+        return self.register(fn, name)
+
+    def reference(self, fn: Any) -> str:
+        """The stored name of ``fn``, or NotDurable saying why it has none.
+
+        A registered function gives its registered name; an unregistered
+        module-level function gives ``module:qualname`` if its module is
+        allowed. Lambdas, nested functions, bound methods and other objects
+        are refused: they cannot be found again after a restart.
+        """
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        name = self._name_of.get(fn) if _hashable(fn) else None
+        if name is not None:
+            return name
+        name = _import_name(fn)
+        if name is None:
+            raise NotDurable(_why_not_durable(fn) + "; register it with "
+                             "pysched.durable.task(name=...) or use a module-level function")
+        if not self._module_allowed(name.partition(":")[0]):
+            raise NotDurable(
+                f"fn {name} is not registered and its module is not in allowed_modules "
+                f"{self.allowed_modules!r}: decorate it with @pysched.durable.task or allow "
+                "its module, so that a worker can run it after a restart")
+        return name
+
+    def resolve(self, ref: str) -> Callable[..., Any]:
+        """The callable named by ``ref``, or UnknownTask saying why there is none."""
+        if not isinstance(ref, str):
+            raise UnknownTask(f"task reference must be a str, got {type(ref).__name__}")
+        fn = self._by_name.get(ref)
+        if fn is not None:
+            return fn
+        match = _IMPORT_REF.match(ref)
+        if match is None or not self._module_allowed(match.group(1)):
+            raise UnknownTask(f"unknown task {ref!r}: not registered in this process"
+                              + ("" if match is None else
+                                 f" and module {match.group(1)!r} is not in allowed_modules"))
+        module_name, qualname = match.groups()
+        try:
+            obj: Any = importlib.import_module(module_name)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise UnknownTask(f"unknown task {ref!r}: {exc}") from exc
+        fn = self._by_name.get(ref)  # importing the module may have registered it
+        if fn is not None:
+            return fn
+        if not callable(obj):
+            raise UnknownTask(f"task {ref!r} names a {type(obj).__name__}, not a function")
+        return obj  # type: ignore[no-any-return]
+
+    def _module_allowed(self, module: str) -> bool:
+        return any(module == m or module.startswith(m + ".") for m in self.allowed_modules)
+
+
+def _hashable(fn: Any) -> bool:
+    try:
+        hash(fn)
+    except TypeError:
+        return False
+    return True
+
+
+def _import_name(fn: Any) -> str | None:
+    """``module:qualname`` if importing it gives back ``fn`` itself, else None."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or module == "__main__":
+        return None
+    name = f"{module}:{qualname}"
+    if _IMPORT_REF.match(name) is None:
+        return None
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return name if obj is fn else None
+
+
+def _why_not_durable(fn: Any) -> str:
+    qualname = getattr(fn, "__qualname__", "")
+    if getattr(fn, "__name__", None) == "<lambda>":
+        return "fn is a lambda: a durable schedule stores work by name, and a lambda has none"
+    if "<locals>" in qualname:
+        return f"fn {qualname} is defined inside a function: it cannot be found by name after a restart"
+    if getattr(fn, "__module__", None) == "__main__":
+        return f"fn {qualname} lives in __main__, which a worker process cannot import by name"
+    return f"fn {fn!r} cannot be found again by an importable name"
+
+
+# The default registry: pysched.durable.task registers here, and schedulers use
+# it unless given their own.
+REGISTRY = TaskRegistry()
+task = REGISTRY.task

@@ -1,0 +1,232 @@
+"""SQLiteStore: a durable schedule in one SQLite file (WAL), for one machine.
+
+Several processes on the machine may open the same file: every write is a
+``BEGIN IMMEDIATE`` transaction (one writer at a time, others wait up to
+``busy_timeout``), so a claim, which is one conditional UPDATE on (task_id,
+version, state = pending), cannot interleave with another. They see each
+other's writes by polling ``changed()``: a counter in the meta table that
+each write others must act on (schedule, cancel, lease release) bumps.
+
+``synchronous=NORMAL`` in WAL mode: a committed transaction survives a crash
+of the process (what the crash tests kill), and may be lost only on a power
+failure or OS crash; pass ``synchronous="FULL"`` to survive those too.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._sql import ThreadConnections, check_table
+from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
+
+__all__ = ["SQLiteStore"]
+
+_COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
+            "lease_owner, lease_token, lease_expires")
+
+
+class SQLiteStore(Store):
+    """A Store in the SQLite file at ``path`` (created with its tables if absent).
+
+    ``clock`` gives wall seconds for leases (injectable for tests).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, table: str = "pysched_tasks",
+                 synchronous: str = "NORMAL", busy_timeout: float = 30.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        if synchronous not in ("NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA, got {synchronous!r}")
+        self.path = os.fspath(path)
+        self.table = t = check_table(table)
+        self._clock = clock
+        self._timeout = busy_timeout
+        self._synchronous = synchronous
+        self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(
+            self._connect, sqlite3.Connection.close)
+        self._seen_changes: float | None = None
+        with self._write() as db:
+            db.execute(f"CREATE TABLE IF NOT EXISTS {t} ("
+                       "task_id TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL,"
+                       " run_at REAL NOT NULL, priority INTEGER NOT NULL, ref TEXT NOT NULL,"
+                       " args TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
+                       " seq INTEGER NOT NULL, fmt INTEGER NOT NULL DEFAULT 1, error TEXT,"
+                       " lease_owner TEXT, lease_token TEXT, lease_expires REAL)")
+            # The claim's scan: pending rows in claim order (a partial index
+            # holds only pending rows, so finished history costs it nothing).
+            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_due ON {t} (run_at, priority DESC, seq)"
+                       " WHERE state = 'pending'")
+            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_lease ON {t} (lease_expires)"
+                       " WHERE lease_expires IS NOT NULL")
+            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
+                       " WHERE lease_owner IS NOT NULL")
+            db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key TEXT PRIMARY KEY, value REAL)")
+            db.execute(f"INSERT OR IGNORE INTO {t}_meta VALUES ('seq', 0), ('changes', 0)")
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={self._synchronous}")
+        return db
+
+    def _write(self) -> _Transaction:
+        return _Transaction(self._conns.get())
+
+    def _bump_changes(self, db: sqlite3.Connection) -> None:
+        db.execute(f"UPDATE {self.table}_meta SET value = value + 1 WHERE key = 'changes'")
+
+    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        t = self.table
+        versions = []
+        with self._write() as db:
+            (seq,) = db.execute(f"SELECT value FROM {t}_meta WHERE key = 'seq'").fetchone()
+            seq = int(seq)
+            for task in tasks:
+                seq += 1
+                (version,) = db.execute(
+                    f"INSERT INTO {t} (task_id, version, state, run_at, priority, ref, args,"
+                    " attempts, seq, fmt) VALUES (?, 1, 'pending', ?, ?, ?, ?, 0, ?, ?)"
+                    " ON CONFLICT (task_id) DO UPDATE SET version = version + 1,"
+                    " state = 'pending', run_at = excluded.run_at, priority = excluded.priority,"
+                    " ref = excluded.ref, args = excluded.args, attempts = 0, error = NULL,"
+                    " seq = excluded.seq, fmt = excluded.fmt RETURNING version",
+                    (task.task_id, task.run_at, task.priority, task.ref, task.args, seq,
+                     ROW_FORMAT)).fetchone()
+                versions.append(version)
+            db.execute(f"UPDATE {t}_meta SET value = ? WHERE key = 'seq'", (seq,))
+            self._bump_changes(db)
+        return versions
+
+    def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        with self._write() as db:
+            row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
+                             " WHERE task_id = :id AND (state = 'pending' OR state = 'running'"
+                             " AND :v IS NULL) AND version = coalesce(:v, version)"
+                             " RETURNING version", {"id": task_id, "v": version}).fetchone()
+            if row is not None:
+                self._bump_changes(db)
+        return None if row is None else int(row[0])
+
+    def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
+        db = self._conns.get()
+        cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
+                " lease_expires IS NOT NULL AND lease_expires >= ?")
+        now = self._clock()
+        if task_ids is None:
+            found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'",
+                               (now,)).fetchall()
+        else:
+            found = []
+            ids = list(dict.fromkeys(task_ids))
+            for i in range(0, len(ids), 500):  # SQLite caps bound parameters per statement
+                chunk = ids[i:i + 500]
+                found += db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id IN"
+                                    f" ({','.join('?' * len(chunk))})", (now, *chunk)).fetchall()
+        return [Row(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in found]
+
+    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+        t = self.table
+        now = self._clock()
+        with self._write() as db:
+            # One statement under the write lock: the subquery's (task_id,
+            # version) cannot change before the UPDATE applies to it.
+            found = db.execute(
+                f"UPDATE {t} SET state = 'running', attempts = attempts + 1,"
+                " lease_owner = :owner, lease_expires = :now + :lease,"
+                " lease_token = :owner || ':' || version || ':' || (attempts + 1) || ':' || task_id"
+                f" WHERE (task_id, version) IN (SELECT task_id, version FROM {t}"
+                "  WHERE state = 'pending' AND run_at <= :threshold"
+                "  AND (lease_expires IS NULL OR lease_expires < :now)"
+                "  ORDER BY run_at, priority DESC, seq LIMIT :limit) AND state = 'pending'"
+                " RETURNING task_id, version, run_at, priority, ref, args, attempts,"
+                " lease_token, fmt, seq",
+                {"owner": owner, "now": now, "lease": lease, "threshold": threshold,
+                 "limit": limit}).fetchall()
+        # RETURNING gives no order: put the batch back in claim order.
+        found.sort(key=lambda r: (r[2], -r[3], r[9]))
+        return [Claim(*r[:9]) for r in found]
+
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        t = self.table
+        results = []
+        with self._write() as db:
+            for o in outcomes:
+                recorded = db.execute(
+                    f"UPDATE {t} SET state = ?, error = ?, lease_owner = NULL,"
+                    " lease_token = NULL, lease_expires = NULL WHERE task_id = ?"
+                    " AND lease_token = ? AND version = ? AND state = 'running'",
+                    (o.state, o.error, o.task_id, o.token, o.version)).rowcount == 1
+                if not recorded and db.execute(
+                        f"UPDATE {t} SET lease_owner = NULL, lease_token = NULL,"
+                        " lease_expires = NULL WHERE task_id = ? AND lease_token = ?",
+                        (o.task_id, o.token)).rowcount:
+                    self._bump_changes(db)  # a newer version may be waiting for this lease
+                results.append(recorded)
+        return results
+
+    def heartbeat(self, owner: str, lease: float) -> int:
+        with self._write() as db:
+            return db.execute(f"UPDATE {self.table} SET lease_expires = ? WHERE lease_owner = ?",
+                              (self._clock() + lease, owner)).rowcount
+
+    def requeue_expired(self) -> list[str]:
+        return self._release("lease_expires < ?", self._clock())
+
+    def release_owner(self, owner: str) -> list[str]:
+        return self._release("lease_owner = ?", owner)
+
+    def _release(self, where: str, arg: Any) -> list[str]:
+        with self._write() as db:
+            ids = [r[0] for r in db.execute(
+                f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
+                " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+                f" WHERE {where} RETURNING task_id", (arg,)).fetchall()]
+            if ids:
+                self._bump_changes(db)
+        return ids
+
+    def mark_error(self, task_id: str, version: int, message: str) -> bool:
+        with self._write() as db:
+            return db.execute(f"UPDATE {self.table} SET state = 'error', error = ?"
+                              " WHERE task_id = ? AND version IS ? AND state = 'pending'",
+                              (message, task_id, version)).rowcount == 1
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = ?",
+                                        (task_id,)).fetchone()
+        return None if row is None else dict(zip(_COLUMNS.split(", "), row))
+
+    def wall_high_water(self, wall: float | None = None) -> float | None:
+        with self._write() as db:
+            if wall is not None:
+                db.execute(f"INSERT INTO {self.table}_meta VALUES ('wall', ?) ON CONFLICT (key)"
+                           " DO UPDATE SET value = max(value, excluded.value)", (wall,))
+            row = db.execute(f"SELECT value FROM {self.table}_meta WHERE key = 'wall'").fetchone()
+        return None if row is None else float(row[0])
+
+    def changed(self) -> bool:
+        (value,) = self._conns.get().execute(
+            f"SELECT value FROM {self.table}_meta WHERE key = 'changes'").fetchone()
+        changed, self._seen_changes = value != self._seen_changes, value
+        return changed
+
+    def close(self) -> None:
+        self._conns.close_all()
+
+
+class _Transaction:
+    """``with`` block of one ``BEGIN IMMEDIATE`` transaction: commit, or roll back on error."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -1,0 +1,242 @@
+"""The store protocol: what a durable schedule keeps, and the operations on it.
+
+One row per task id holds its newest version (``version``, ``state``,
+``run_at``, ``priority``, the work as ``ref`` + JSON ``args``, ``attempts``)
+and the lease of the version now running, if any (``lease_owner``,
+``lease_token``, ``lease_expires``). Invariants every store keeps:
+
+- ``version`` only grows: schedule, replace and cancel each add one, so an
+  entry that any process still holds for an older version is refused.
+- A row moves pending -> running only by a claim: a conditional update on
+  (task_id, version, state = pending) with no live lease, which sets the
+  lease. So a version is claimed by one owner at a time, and a newer version
+  cannot start while an older one still holds the lease (one version of a
+  task id runs at a time, across processes).
+- Finishing is conditional on the claim's ``lease_token`` (owner, version,
+  attempt): it records the outcome only if the row still has that version
+  in state running, and otherwise only releases the lease. A worker that
+  lost its lease or whose version was replaced changes nothing else.
+- A lease that expired is released; its row, if still running, goes back to
+  pending with the same version (at-least-once: handlers must be idempotent).
+
+Times: ``run_at`` is a wall-clock instant in seconds since the epoch; leases
+are compared against the store's own clock (``time.time()`` for SQLite and
+memory, the server's clock for PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from .errors import BadRow, NotDurable
+
+PENDING = "pending"
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+ERROR = "error"  # the row itself could not be run: bad reference, JSON or format
+FINAL_STATES = frozenset({COMPLETED, FAILED, CANCELLED, ERROR})
+
+# Rows carry the format they were written in; a reader refuses newer ones.
+ROW_FORMAT = 1
+INT64_MAX = 2**63 - 1
+
+__all__ = [
+    "CANCELLED", "COMPLETED", "ERROR", "FAILED", "FINAL_STATES", "PENDING", "ROW_FORMAT",
+    "RUNNING", "Claim", "NewTask", "Outcome", "Row", "Store", "check_claim", "check_fields",
+    "decode_args", "encode_args",
+]
+
+
+class NewTask(NamedTuple):
+    """A version to store: ``args`` is the JSON text of ``{"args": [...], "kwargs": {...}}``."""
+
+    task_id: str
+    run_at: float
+    priority: int
+    ref: str
+    args: str
+
+
+class Row(NamedTuple):
+    """What a scheduler needs to keep its local heap in step with a row."""
+
+    task_id: str
+    version: int
+    state: str
+    run_at: float
+    priority: int
+    blocked: bool  # pending, but an older version still holds a live lease
+
+
+class Claim(NamedTuple):
+    """A version this owner now runs under a lease."""
+
+    task_id: str
+    version: int
+    run_at: float
+    priority: int
+    ref: str
+    args: str
+    attempts: int
+    token: str  # "owner:version:attempt:task_id", unique per claim: what finish() compares
+    fmt: int
+
+
+class Outcome(NamedTuple):
+    """The end of one claimed run, for ``Store.finish``."""
+
+    token: str
+    task_id: str
+    version: int
+    state: str  # completed, failed or error
+    error: str | None
+
+
+def encode_args(args: Sequence[Any], kwargs: dict[str, Any] | None) -> str:
+    """JSON text for ``args`` and ``kwargs``, or NotDurable naming the culprit.
+
+    NaN and infinities are refused (JSON has none); tuples come back as lists.
+    """
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"args must be a list or tuple, not {type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}")
+    try:
+        return json.dumps({"args": list(args), "kwargs": kwargs or {}}, allow_nan=False,
+                          separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise NotDurable(f"args and kwargs must be JSON-serialisable to be stored: {exc}") from exc
+
+
+def decode_args(text: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The (args, kwargs) stored as ``text``, or BadRow saying what is wrong."""
+    if not isinstance(text, str):
+        raise BadRow(f"args must be JSON text, got {type(text).__name__}")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BadRow(f"args are not valid JSON: {exc}") from exc
+    if (not isinstance(data, dict) or set(data) != {"args", "kwargs"}
+            or not isinstance(data["args"], list) or not isinstance(data["kwargs"], dict)):
+        raise BadRow('args must be a JSON object {"args": [...], "kwargs": {...}}')
+    return data["args"], data["kwargs"]
+
+
+def check_fields(version: Any, run_at: Any, priority: Any, fmt: Any = ROW_FORMAT) -> None:
+    """Raise BadRow unless a row's fields are ones this version can schedule."""
+    if type(fmt) is not int or fmt > ROW_FORMAT:
+        raise BadRow(f"row format {fmt!r} is newer than this pysched understands ({ROW_FORMAT})")
+    if type(version) is not int or not 0 < version <= INT64_MAX:
+        raise BadRow(f"version {version!r} is not a positive 64-bit int")
+    if type(run_at) is not float or not math.isfinite(run_at):
+        raise BadRow(f"run_at {run_at!r} is not a finite time")
+    if type(priority) is not int or not -INT64_MAX - 1 <= priority <= INT64_MAX:
+        raise BadRow(f"priority {priority!r} is not a 64-bit int")
+
+
+def check_claim(claim: Claim) -> tuple[list[Any], dict[str, Any]]:
+    """The decoded arguments of ``claim``, or BadRow for a row that must not run."""
+    check_fields(claim.version, claim.run_at, claim.priority, claim.fmt)
+    return decode_args(claim.args)
+
+
+class Store(ABC):
+    """A persistent table of task rows shared by every scheduler that opens it.
+
+    Every method is one transaction and is safe to call from any thread.
+    ``notifies`` is True when ``wait_changes`` blocks for other processes'
+    writes (PostgreSQL LISTEN/NOTIFY); others are polled with ``changed()``.
+    """
+
+    notifies = False
+
+    @abstractmethod
+    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        """Store each task as the newest version of its id (pending); return the versions.
+
+        Later items in ``tasks`` replace earlier ones with the same id.
+        O(len(tasks)) row writes in one transaction.
+        """
+
+    @abstractmethod
+    def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        """Bump the version of a pending or running row to a cancelled one.
+
+        Returns the new version, or None when nothing of ``task_id`` is pending
+        or running. A running version keeps its lease and runs on; its outcome
+        is not recorded. With ``version``, only that version and only while
+        it is pending (what ``Future.cancel()`` needs).
+        """
+
+    @abstractmethod
+    def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
+        """Every pending row (``task_ids`` None), or the rows of ``task_ids`` in any state."""
+
+    @abstractmethod
+    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+        """Claim up to ``limit`` pending, lease-free rows with ``run_at <= threshold``.
+
+        In order of run_at, then higher priority, then scheduling order; each
+        is a conditional update on (task_id, version, state = pending) that
+        sets a lease of ``lease`` seconds for ``owner``.
+        """
+
+    @abstractmethod
+    def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        """Record each outcome if its claim still holds the row's version; True where recorded.
+
+        A False still releases the lease if ``token`` holds it. An outcome in
+        state pending hands a claimed version back unrun (closing with work
+        claimed but not started).
+        """
+
+    @abstractmethod
+    def heartbeat(self, owner: str, lease: float) -> int:
+        """Extend every lease held by ``owner`` to ``lease`` seconds from now; return how many."""
+
+    @abstractmethod
+    def requeue_expired(self) -> list[str]:
+        """Release expired leases; running rows go back to pending. Returns the task ids."""
+
+    @abstractmethod
+    def release_owner(self, owner: str) -> list[str]:
+        """Release every lease of ``owner`` at once (it restarted, so it runs none of them)."""
+
+    @abstractmethod
+    def mark_error(self, task_id: str, version: int, message: str) -> bool:
+        """Move a pending row of this version to state error with ``message``."""
+
+    @abstractmethod
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        """Every column of one row, for inspection and tests."""
+
+    @abstractmethod
+    def wall_high_water(self, wall: float | None = None) -> float | None:
+        """Raise the stored highest wall time seen to ``wall`` (if given); return it."""
+
+    def changed(self) -> bool:
+        """True if another process may have written since the last call (polling stores)."""
+        return False
+
+    def wait_changes(self, timeout: float) -> set[str] | None:
+        """Block up to ``timeout`` for other processes' writes (notifying stores only).
+
+        Returns the task ids written, an empty set for "some, re-read
+        everything", or None on timeout.
+        """
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections; the store cannot be used afterwards. Idempotent."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
