@@ -1,42 +1,153 @@
-"""``python -m pysched.bench``: the Cython core against its pure-heapq twin.
+"""``python -m pysched.bench``: pysched's Cython core against what users would write instead.
 
-Quick mode (the default) stops at n = 100,000; ``--full`` goes to 1,000,000.
+Quick by default (sizes 1,000 and 10,000, about half a minute); ``--full``
+runs n = 1,000 to 1,000,000, so growth with n shows, and checks that the
+core's cost per operation grows no faster than log n (several minutes).
+A progress bar goes to stderr, the report to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Callable, Sequence
 
-from . import memory, workloads
-from ._timing import median_seconds
+from . import bounded, config, growth, machine, memory, plot, report, results, runtime, scheduling
+from .competitors import CORE
+from .external import Unavailable
+from .plan import Row, Step, run_steps
+from .progress import Progress
+from .workloads import WORKLOADS
+
+SECTIONS = ("scheduler", "bounded", "memory", "runtime")
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        return [int(part.replace("_", "")) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of sizes: {text!r}") from None
+
+
+def _sections(text: str) -> list[str]:
+    chosen = text.split(",")
+    unknown = set(chosen) - set(SECTIONS)
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown sections {sorted(unknown)}; pick from {', '.join(SECTIONS)}")
+    return chosen
+
+
+def parser() -> argparse.ArgumentParser:
+    parse = argparse.ArgumentParser(prog="python -m pysched.bench", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parse.add_argument("--full", action="store_true",
+                       help="sizes 1,000 to 1,000,000 and the log-n check (several minutes)")
+    parse.add_argument("--json", metavar="FILE",
+                       help="write every figure, with the machine, to FILE")
+    parse.add_argument("--plot", metavar="FILE.png",
+                       help="draw ns/op and speedup against n (needs matplotlib)")
+    parse.add_argument("--quiet", action="store_true", help="no progress bar")
+    # For tests and quick looks, hidden from --help: custom sizes, chosen sections.
+    parse.add_argument("--sizes", type=_sizes, help=argparse.SUPPRESS)
+    parse.add_argument("--sections", type=_sections, default=list(SECTIONS), help=argparse.SUPPRESS)
+    return parse
+
+
+def plan(cfg: config.Config, sections: Sequence[str]) -> tuple[list[Step], dict[str, str]]:
+    """The steps of the chosen sections, and the sections skipped with the reason."""
+    makers: dict[str, Callable[[], list[Step]]] = {
+        "scheduler": lambda: scheduling.steps(cfg.sizes, cfg.budget, cfg.sched_cancel_cap),
+        "bounded": lambda: bounded.steps(cfg.churn_pushes, cfg.capacities, cfg.top_n,
+                                         cfg.top_ks, cfg.budget),
+        "memory": lambda: memory.steps(cfg.memory_n),
+        "runtime": lambda: runtime.steps(cfg.throughput_tasks, cfg.throughput_repeat,
+                                         cfg.lateness_tasks, cfg.lateness_span),
+    }
+    steps: list[Step] = []
+    skipped: dict[str, str] = {}
+    for section in sections:
+        try:
+            steps += makers[section]()
+        except Unavailable as exc:
+            skipped[section] = str(exc)
+    return steps, skipped
+
+
+def growth_checks(rows: Sequence[Row]) -> dict[str, growth.GrowthCheck | None]:
+    """The log-n check for each scheduler workload and bounded-queue churn, on the core's rows."""
+    checked = [(scheduling.SECTION, workload.key, workload.title) for workload in WORKLOADS]
+    checked.append((bounded.SECTION, "churn", "bounded-queue churn"))
+    checks: dict[str, growth.GrowthCheck | None] = {}
+    for section, key, title in checked:
+        points = {row["size"]: row["ns_per_op"] for row in rows
+                  if (row["section"], row["workload"], row["competitor"]) == (section, key, CORE)}
+        if points:
+            checks[title] = growth.check(points)
+    return checks
+
+
+def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
+           skipped: dict[str, str], head: list[str], cfg: config.Config) -> str:
+    """The whole text report."""
+
+    def pick(section: str, workload: str) -> list[Row]:
+        return [row for row in rows if (row["section"], row["workload"]) == (section, workload)]
+
+    blocks = [head]
+    for workload in WORKLOADS:
+        chosen = pick(scheduling.SECTION, workload.key)
+        if chosen:
+            gaps = (f"not run: sched cancels in O(n), so it gets at most"
+                    f" {cfg.sched_cancel_cap:,} tasks where tasks are cancelled or replaced")
+            blocks.append(report.speedup_table(
+                chosen, f"{workload.title}: {workload.summary}", "n", gaps))
+    churn = pick(bounded.SECTION, "churn")
+    if churn:
+        blocks.append(report.speedup_table(
+            churn, f"bounded-queue churn: {churn[0]['pushes']:,} pushes of priorities 0 to"
+            " 10,000, a pop every 10th, at capacity C", "C"))
+    top = pick(bounded.SECTION, "top_k")
+    if top:
+        blocks.append(report.speedup_table(
+            top, f"one-shot top-k of {top[0]['pushes']:,} values (ns per value)", "k"))
+    blocks += [report.memory_table(pick(memory.SECTION, "memory")),
+               report.throughput_table(pick(runtime.SECTION, "throughput")),
+               report.lateness_table(pick(runtime.SECTION, "lateness"))]
+    if checks:
+        blocks.append(report.growth_lines(checks))
+    if skipped:
+        blocks.append(["skipped:"] + [f"  {name}: {why}" for name, why in skipped.items()])
+    return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pysched.bench", description=__doc__)
-    parser.add_argument("--full", action="store_true", help="sizes up to 1,000,000")
-    args = parser.parse_args(argv)
-
-    try:
-        from pysched._core import Scheduler as CoreScheduler
-    except ImportError:
-        print("pysched's compiled core is not installed: nothing to compare.", file=sys.stderr)
-        return 1
-    from pysched._scheduler_py import Scheduler as PureScheduler
-
-    sizes = [1_000, 10_000, 100_000] + ([1_000_000] if args.full else [])
-    print(f"{'workload':<12}{'n':>10}{'core ns/op':>12}{'twin ns/op':>12}{'speedup':>9}")
-    for n in sizes:
-        repeats = 5 if n <= 100_000 else 3
-        core = median_seconds(workloads.composite(CoreScheduler, n), repeats)
-        pure = median_seconds(workloads.composite(PureScheduler, n), repeats)
-        ops = workloads.composite(CoreScheduler, n)()
-        print(f"{'composite':<12}{n:>10,}{core * 1e9 / ops:>12.0f}{pure * 1e9 / ops:>12.0f}"
-              f"{pure / core:>8.1f}x")
-    n = 1_000_000 if args.full else 100_000
-    core_bytes, pure_bytes = memory.bytes_per_task("c", n), memory.bytes_per_task("py", n)
-    print(f"\nresident bytes per pending task at n = {n:,}: "
-          f"core {core_bytes:.0f}, twin {pure_bytes:.0f}")
+    args = parser().parse_args(argv)
+    if args.plot:
+        try:  # fail before measuring, not after minutes of work
+            plot.require_matplotlib()
+        except plot.PlotUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    if args.sizes:
+        cfg, mode = config.custom(args.sizes), "custom"
+    else:
+        cfg, mode = (config.FULL, "full") if args.full else (config.QUICK, "quick")
+    about = machine.describe()
+    if about["pysched_implementation"] != "cython":
+        print("note: pysched's compiled core is not in use here; speedups are"
+              " measured against whatever core imports", file=sys.stderr)
+    steps, skipped = plan(cfg, args.sections)
+    rows = run_steps(steps, Progress(enabled=not args.quiet))
+    checks = growth_checks(rows)
+    print(render(rows, checks, skipped, report.header(about, mode), cfg), end="")
+    if args.json:
+        results.write(args.json, results.document(
+            about, mode, sys.argv[1:] if argv is None else argv, dataclasses.asdict(cfg), rows,
+            checks, skipped))
+    if args.plot:
+        plot.draw(rows, args.plot, " ".join(report.header(about, mode)[:2]))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Resident bytes per pending task, measured in a fresh interpreter.
 
-Run as ``python -m pysched.bench.memory IMPL N``. Ids and run times are made
+Run as ``python -m pysched.bench.memory IMPL N`` (IMPL: c, py or heapq). Ids and run times are made
 before the first reading (a caller holds its own ids anyway) and every task
 shares one function, so the difference is what the scheduler itself keeps.
 """
@@ -10,8 +10,13 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+from functools import partial
 
+from .competitors import CORE, core_available
+from .plan import Row, Step
 from .workloads import noop
+
+SECTION = "memory"
 
 
 def resident_bytes() -> int:
@@ -29,11 +34,18 @@ def resident_bytes() -> int:
 
 
 def scheduler_class(impl: str) -> type:
+    """The scheduler measured for ``impl``: c, py or heapq (the entry-finder baseline)."""
     if impl == "c":
-        from pysched._core import Scheduler
-    else:
-        from pysched._scheduler_py import Scheduler
-    return Scheduler
+        from pysched import _core
+
+        return _core.Scheduler
+    if impl == "py":
+        from pysched import _scheduler_py
+
+        return _scheduler_py.Scheduler
+    from .baselines import HeapqScheduler
+
+    return HeapqScheduler
 
 
 def measure_here(impl: str, n: int) -> float:
@@ -43,7 +55,7 @@ def measure_here(impl: str, n: int) -> float:
     gc.collect()
     before = resident_bytes()
     sched = cls()
-    for task_id, run_at in zip(ids, times):
+    for task_id, run_at in zip(ids, times, strict=True):
         sched.schedule(task_id, run_at, 0, noop)
     gc.collect()
     used = resident_bytes() - before
@@ -53,11 +65,26 @@ def measure_here(impl: str, n: int) -> float:
 
 def bytes_per_task(impl: str, n: int) -> float:
     """Measure in a child process, so earlier work leaves no freed memory to reuse."""
-    out = subprocess.run(
-        [sys.executable, "-m", "pysched.bench.memory", impl, str(n)],
-        check=True, capture_output=True, text=True,
-    ).stdout
-    return float(out)
+    child = subprocess.run([sys.executable, "-m", "pysched.bench.memory", impl, str(n)],
+                           capture_output=True, text=True)
+    if child.returncode:
+        raise RuntimeError(f"memory measurement of {impl} at n = {n} failed:\n{child.stderr}")
+    return float(child.stdout)
+
+
+MEASURED = [(CORE, "pysched"), ("py", "pure twin"), ("heapq", "heapq")]
+
+
+def steps(n: int) -> list[Step]:
+    """One step per scheduler: resident bytes per pending task with ``n`` pending."""
+    impls = MEASURED if core_available() else MEASURED[1:]
+
+    def one(key: str, label: str) -> list[Row]:
+        return [{"section": SECTION, "workload": "memory", "param": "n", "size": n,
+                 "competitor": key, "label": label, "bytes_per_task": bytes_per_task(key, n)}]
+
+    return [Step(f"memory, {n:,} pending, {label}", partial(one, key, label))
+            for key, label in impls]
 
 
 if __name__ == "__main__":

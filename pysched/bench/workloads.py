@@ -1,34 +1,32 @@
-"""Workloads for the core Scheduler, each a function of (Scheduler class, n, seed).
+"""Scheduler workloads: what users do with a cancellable scheduler.
 
-Inputs are drawn before the clock starts, so only scheduler work is timed;
-every workload returns the number of operations it performed.
+Each workload is a function ``(make, drain, n, seed, fns) -> run``: inputs
+are drawn before the clock starts, so only scheduler work is timed, and
+``run()`` does the work on a fresh ``make()`` scheduler and returns the
+number of operations: calls to ``schedule`` and ``cancel`` plus tasks run
+(each one claimed, called and completed). ``fns[i]`` is the function of task
+id ``i``: ``noop`` when timing, a recorder when checking that every
+competitor runs the same tasks in the same order.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+Make = Callable[[], Any]
+Drain = Callable[[Any], None]
+Fns = Sequence[Callable[[], Any]]
 
 
 def noop() -> None:
     """The task body: benchmarks measure the scheduler, not the work."""
 
 
-def drain(sched: Any) -> int:
-    """Claim and complete everything pending; return how many ran."""
-    claim, complete = sched.next, sched.complete
-    ran = 0
-    while True:
-        task = claim(1e300)
-        if task is None or isinstance(task, float):
-            return ran
-        complete(task)
-        ran += 1
-
-
-def composite(scheduler_cls: type, n: int, seed: int = 0) -> Callable[[], int]:
-    """Schedule n tasks, re-schedule 10%, cancel another 10%, drain with next()."""
+def composite(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
+    """Schedule n tasks, re-schedule 10% sooner, cancel another 10%, run the rest."""
     rng = random.Random(seed)
     times = [rng.random() * n for _ in range(n)]
     priorities = [rng.randrange(10) for _ in range(n)]
@@ -36,16 +34,109 @@ def composite(scheduler_cls: type, n: int, seed: int = 0) -> Callable[[], int]:
     replaced, cancelled = picked[: n // 10], picked[n // 10 :]
 
     def run() -> int:
-        sched = scheduler_cls()
-        schedule = sched.schedule
+        sched = make()
+        schedule, cancel = sched.schedule, sched.cancel
         for i in range(n):
-            schedule(i, times[i], priorities[i], noop)
+            schedule(i, times[i], priorities[i], fns[i])
         for i in replaced:
-            schedule(i, times[i] * 0.5, 0, noop)
-        cancel = sched.cancel
+            schedule(i, times[i] * 0.5, 0, fns[i])
         for i in cancelled:
             cancel(i)
         drain(sched)
-        return n + len(replaced) + len(cancelled) + n
+        return n + len(replaced) + len(cancelled) + (n - len(cancelled))
 
     return run
+
+
+def cancel_heavy(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
+    """Arm n timeouts, cancel 90% of them in random order before they are due, run the rest.
+
+    Network timeouts: most replies arrive in time, so most timers never fire.
+    """
+    rng = random.Random(seed)
+    times = [1.0 + rng.random() for _ in range(n)]  # all within one "second"
+    cancelled = rng.sample(range(n), n - n // 10)
+
+    def run() -> int:
+        sched = make()
+        schedule, cancel = sched.schedule, sched.cancel
+        for i in range(n):
+            schedule(i, times[i], 0, fns[i])
+        for i in cancelled:
+            cancel(i)
+        drain(sched)
+        return n + len(cancelled) + (n - len(cancelled))
+
+    return run
+
+
+def replace_heavy(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
+    """n schedule calls over n/10 ids: each id re-armed ten times on average, then run.
+
+    Keep-alive timers pushed back on every message: every re-schedule leaves
+    a stale entry behind in a lazy-deletion heap.
+    """
+    rng = random.Random(seed)
+    ids = max(1, n // 10)
+    picks = list(range(ids)) + [rng.randrange(ids) for _ in range(n - ids)]
+    # Later calls push the deadline later, as a keep-alive does.
+    times = [call + rng.random() for call in range(n)]
+
+    def run() -> int:
+        sched = make()
+        schedule = sched.schedule
+        for call in range(n):
+            task_id = picks[call]
+            schedule(task_id, times[call], 0, fns[task_id])
+        drain(sched)
+        return n + ids
+
+    return run
+
+
+def equal_keys(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
+    """n tasks with the same run_at and priority: they must run first in, first out."""
+
+    def run() -> int:
+        sched = make()
+        schedule = sched.schedule
+        for i in range(n):
+            schedule(i, 1.0, 0, fns[i])
+        drain(sched)
+        return 2 * n
+
+    return run
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A scheduler workload and how the report names it."""
+
+    key: str
+    title: str
+    build: Callable[[Make, Drain, int, int, Fns], Callable[[], int]]
+    cancels: bool  # it cancels or replaces, so sched's O(n) cancel is capped
+
+    @property
+    def summary(self) -> str:
+        """The first line of the workload function's docstring."""
+        return (self.build.__doc__ or "").strip().splitlines()[0]
+
+
+WORKLOADS = [
+    Workload("composite", "composite", composite, cancels=True),
+    Workload("cancel_heavy", "cancel-heavy", cancel_heavy, cancels=True),
+    Workload("replace_heavy", "replace-heavy", replace_heavy, cancels=True),
+    Workload("equal_keys", "equal keys (FIFO)", equal_keys, cancels=False),
+]
+
+
+def run_order(workload: Workload, make: Make, drain: Drain, n: int, seed: int = 0) -> list[int]:
+    """The task ids in the order a scheduler runs them in ``workload``.
+
+    Every competitor must give the same list before its time counts.
+    """
+    order: list[int] = []
+    fns = [lambda i=i: order.append(i) for i in range(n)]
+    workload.build(make, drain, n, seed, fns)()
+    return order

@@ -1,0 +1,93 @@
+"""The bounded-queue section: full-queue churn at several capacities, one-shot top-k.
+
+The workloads are benchmarks/bench_bounded_queue.py's ``churn`` and
+``top_k`` (loaded through external.py); competitors are the Cython core, the
+pure twin, that file's sortedcontainers queue where installed, and, for
+top-k, ``heapq.nsmallest``. As for the scheduler, every competitor must end
+in the same state at a small size before anything is timed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from functools import partial
+from types import ModuleType
+from typing import Any
+
+from . import external
+from .competitors import CORE, core_available, sortedcontainers_available
+from .plan import Row, Step, timed_step
+from .scheduling import Disagreement
+
+SECTION = "bounded"
+VERIFY_PUSHES = 5_000
+
+
+def queue_competitors(module: ModuleType) -> list[tuple[str, str, type]]:
+    """(key, label, queue class) for each bounded queue installed here, the core first."""
+    from pysched._bounded_queue_py import StableBoundedPriorityQueue as PureQueue
+
+    found = []
+    if core_available():
+        core: Any = importlib.import_module("pysched._core")
+        found.append((CORE, "pysched", core.StableBoundedPriorityQueue))
+    found.append(("py", "pure twin", PureQueue))
+    if sortedcontainers_available():
+        found.append(("sorted", "SortedList", module.SortedBoundedQueue))
+    return found
+
+
+def verify(module: ModuleType, queues: Sequence[tuple[str, str, type]], k: int) -> None:
+    """Raise Disagreement unless every queue ends churn and top-k in the same state."""
+    priorities = module.churn_priorities(VERIFY_PUSHES, 0)
+    for capacity in (k, VERIFY_PUSHES // 10):
+        states = {label: module.churn_queue(cls, capacity, priorities).snapshot()
+                  for _, label, cls in queues}
+        if len({repr(state) for state in states.values()}) > 1:
+            raise Disagreement(f"bounded-queue churn at capacity {capacity}: "
+                               f"{', '.join(states)} end in different states")
+    tops = {label: module.top_k(cls, k, VERIFY_PUSHES, 1)() for _, label, cls in queues}
+    tops["heapq.nsmallest"] = module.top_k(None, k, VERIFY_PUSHES, 1)()
+    if len({tuple(top) for top in tops.values()}) > 1:
+        raise Disagreement(f"top-{k}: {', '.join(tops)} disagree")
+
+
+def _top_k_ops(module: ModuleType, cls: type | None, k: int, n: int) -> Callable[[], int]:
+    run = module.top_k(cls, k, n, 1)
+
+    def counted() -> int:
+        run()
+        return n  # one push (or one element seen by nsmallest) per input
+
+    return counted
+
+
+def steps(pushes: int, capacities: Sequence[int], top_n: int, ks: Sequence[int],
+          budget: float) -> list[Step]:
+    """Verification, then churn per (capacity, queue), then top-k per (k, competitor).
+
+    Raises external.Unavailable when the workload module is not here.
+    """
+    module = external.load("bench_bounded_queue")
+    queues = queue_competitors(module)
+
+    def check() -> list[Row]:
+        verify(module, queues, min(ks))
+        return []
+
+    plan = [Step("checking that every bounded queue ends in the same state", check)]
+    for capacity in capacities:
+        for key, label, cls in queues:
+            ident: Row = {"section": SECTION, "workload": "churn", "param": "capacity",
+                          "size": capacity, "pushes": pushes, "competitor": key, "label": label}
+            build = partial(module.churn, cls, capacity, pushes, 0)
+            plan.append(timed_step(f"churn C={capacity:,} {label}", ident, build, budget))
+    top: list[tuple[str, str, Any]] = [*queues, ("nsmallest", "heapq.nsmallest", None)]
+    for k in ks:
+        for key, label, cls in top:
+            ident = {"section": SECTION, "workload": "top_k", "param": "k", "size": k,
+                     "pushes": top_n, "competitor": key, "label": label}
+            build = partial(_top_k_ops, module, cls, k, top_n)
+            plan.append(timed_step(f"top-{k:,} of {top_n:,} {label}", ident, build, budget))
+    return plan

@@ -1,0 +1,96 @@
+"""The schedulers compared, each behind the same three calls.
+
+A ``Competitor`` makes a fresh scheduler with ``schedule`` and ``cancel``
+and knows how to drain it. The core and the twin are used through their own
+API (``next``/``complete``); the baselines through theirs (see baselines.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import baselines
+
+CORE = "c"  # the key of the Cython core, which every speedup is measured against
+
+# sched's cancel is O(n) (list.remove + heapify), so a workload with n/10
+# cancels is O(n**2): at n = 100,000 it takes minutes, at 10,000 up to 6 s
+# per run on a 2-core machine. Workloads that cancel or replace give it at
+# most this many tasks (config.py picks a lower cap for quick runs).
+SCHED_CANCEL_CAP = 10_000
+
+
+def drain_scheduler(sched: Any) -> None:
+    """Claim, run and complete every pending task of a core or twin Scheduler."""
+    claim, complete = sched.next, sched.complete
+    while True:
+        task = claim(1e300)  # far past every run_at: all pending tasks are due
+        if task is None or task.__class__ is float:
+            return
+        task.fn()
+        complete(task)
+
+
+def drain_baseline(sched: Any) -> None:
+    """Run every pending task of a baseline."""
+    sched.drain()
+
+
+@dataclass(frozen=True)
+class Competitor:
+    """One scheduler under test."""
+
+    key: str  # short name in JSON and plots
+    label: str  # column heading in the table
+    make: Callable[[], Any]  # a fresh scheduler that can cancel and replace
+    drain: Callable[[Any], None]
+    make_simple: Callable[[], Any] | None = None  # a cheaper one for workloads that never cancel
+    cancel_cap: int | None = None  # largest n for workloads that cancel or replace
+
+    def factory(self, cancels: bool) -> Callable[[], Any]:
+        """The scheduler factory for a workload that does (or does not) cancel."""
+        return self.make if cancels or self.make_simple is None else self.make_simple
+
+    def runs_at(self, n: int, cancels: bool) -> bool:
+        """Whether this competitor takes part at size ``n``."""
+        return not cancels or self.cancel_cap is None or n <= self.cancel_cap
+
+
+def core_available() -> bool:
+    """Whether the compiled core imports."""
+    try:
+        import pysched._core  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def sortedcontainers_available() -> bool:
+    """Whether sortedcontainers (in the ``bench`` extra) is installed."""
+    return importlib.util.find_spec("sortedcontainers") is not None
+
+
+def scheduler_competitors(sched_cancel_cap: int = SCHED_CANCEL_CAP) -> list[Competitor]:
+    """Every competitor installed here, the core first (when it imports)."""
+    from pysched._scheduler_py import Scheduler as PureScheduler
+
+    found = []
+    if core_available():
+        from pysched._core import Scheduler as CoreScheduler
+
+        found.append(Competitor(CORE, "pysched", CoreScheduler, drain_scheduler))
+    found += [
+        Competitor("py", "pure twin", PureScheduler, drain_scheduler),
+        Competitor("heapq", "heapq", baselines.HeapqScheduler, drain_baseline,
+                   make_simple=baselines.HeapqTuples),
+        Competitor("sched", "sched", baselines.SchedScheduler, drain_baseline,
+                   cancel_cap=sched_cancel_cap),
+        Competitor("pq", "PriorityQueue", baselines.PriorityQueueScheduler, drain_baseline),
+    ]
+    if sortedcontainers_available():
+        found.append(Competitor("sorted", "SortedList", baselines.SortedListScheduler,
+                                drain_baseline))
+    return found
