@@ -16,7 +16,7 @@ C = TypeVar("C")
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
-__all__ = ["ThreadConnections", "check_table"]
+__all__ = ["ThreadConnections", "check_table", "index_statements"]
 
 
 def check_table(name: Any) -> str:
@@ -24,6 +24,20 @@ def check_table(name: Any) -> str:
     if not isinstance(name, str) or _IDENTIFIER.match(name) is None:
         raise ValueError(f"table must match {_IDENTIFIER.pattern}, got {name!r}")
     return name
+
+
+def index_statements(t: str) -> list[str]:
+    """The indexes of table ``t``, in SQL that SQLite and PostgreSQL both accept.
+
+    Partial indexes hold only the rows each scan wants, so finished history
+    costs the claim, the lease expiry scan and the heartbeat nothing.
+    """
+    return [f"CREATE INDEX IF NOT EXISTS {t}_due ON {t} (run_at, priority DESC, seq)"
+            " WHERE state = 'pending'",  # the claim's scan, in claim order
+            f"CREATE INDEX IF NOT EXISTS {t}_lease ON {t} (lease_expires)"
+            " WHERE lease_expires IS NOT NULL",
+            f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
+            " WHERE lease_owner IS NOT NULL"]
 
 
 class ThreadConnections(Generic[C]):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -130,6 +131,10 @@ class MemoryStore(Store):
         with self._lock:
             row = self._rows.get(task_id)
             return None if row is None else dict(row)
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(Counter(r["state"] for r in self._rows.values()))
 
     def wall_high_water(self, wall: float | None = None) -> float | None:
         with self._lock:

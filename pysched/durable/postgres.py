@@ -27,7 +27,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
-from ._sql import ThreadConnections, check_table
+from ._sql import ThreadConnections, check_table, index_statements
 from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
 
 __all__ = ["PostgresStore"]
@@ -66,12 +66,8 @@ class PostgresStore(Store):
                        " DEFAULT 0, seq bigint NOT NULL, fmt integer NOT NULL DEFAULT 1,"
                        " error text, lease_owner text, lease_token text,"
                        " lease_expires double precision)")
-            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_due ON {t} (run_at, priority DESC, seq)"
-                       " WHERE state = 'pending'")
-            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_lease ON {t} (lease_expires)"
-                       " WHERE lease_expires IS NOT NULL")
-            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
-                       " WHERE lease_owner IS NOT NULL")
+            for statement in index_statements(t):
+                db.execute(statement)
             db.execute(f"CREATE SEQUENCE IF NOT EXISTS {t}_seq")
             db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY,"
                        " value double precision)")
@@ -213,6 +209,10 @@ class PostgresStore(Store):
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = %s",
                                         (task_id,)).fetchone()
         return None if row is None else dict(zip(_COLUMNS.split(", "), row))
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._conns.get().execute(
+            f"SELECT state, count(*) FROM {self.table} GROUP BY state").fetchall())
 
     def wall_high_water(self, wall: float | None = None) -> float | None:
         db = self._conns.get()

@@ -18,8 +18,9 @@ row's monotonic deadline, only to know when to claim. Invariants:
 Threads: a dispatcher (waits for the head, claims, hands runs to the
 executor), a housekeeper (stores outcomes in batches, heartbeats, requeues
 expired leases, polls or resyncs) and, on PostgreSQL, a listener for
-NOTIFY. Lock order: ``_lock`` is never held across a store call, a user
-callable or a Future callback, so none of them can deadlock with it. A
+NOTIFY. Lock order: ``_lock`` is never held across a user callable or a
+Future callback, and across one store call only (the write in
+``schedule_many``); no thread inside a store call waits for ``_lock``. A
 callable that raises fails its version (recorded with the error text) and
 the worker survives.
 
@@ -192,11 +193,12 @@ class DurableScheduler:
             new.append(NewTask(task_id, self.timebase.to_wall(run_at), check_priority(priority),
                                self.registry.reference(fn),
                                encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)))
-        with self._lock:
-            self._check_open()
-        versions = self.store.schedule(new)
         futures, cancelled = [], []
         with self._lock:
+            self._check_open()
+            # The one store call made under _lock: otherwise the dispatcher
+            # could claim, run and finish a version before its Future exists.
+            versions = self.store.schedule(new)
             for task, version in zip(new, versions):
                 self._put_local(task.task_id, version, task.run_at, task.priority)
                 cancelled += self._supersede(task.task_id, version)
@@ -347,12 +349,21 @@ class DurableScheduler:
             _settle_from_row(future, row)
 
     def _resync(self) -> None:
-        """Re-read every pending row; also settle Futures of versions finished elsewhere."""
+        """Re-read every pending row."""
         with self._lock:
             epoch = self._epoch
-            watched = [i for i in self._futures if i not in self._local]
             self._counts["resyncs"] += 1
         self._sync(self.store.rows(), epoch)
+
+    def _settle_watched(self) -> None:
+        """Re-read the rows of Futures whose versions are neither pending nor running here.
+
+        Their versions run (or were cancelled) in other processes, which
+        send no notification for a finish. O(such Futures) per poll.
+        """
+        with self._lock:
+            running = {r.task_id for r in self._inflight.values()}
+            watched = [i for i in self._futures if i not in self._local and i not in running]
         if watched:
             self._sync(self.store.rows(watched))
 
@@ -504,6 +515,7 @@ class DurableScheduler:
             self._sync(self.store.rows(expired))
         if not self.store.notifies and self.store.changed():
             self._resync()
+        self._settle_watched()
 
     def _store_outcomes(self, batch: list[tuple[Outcome, DurableFuture | None, Any]]) -> None:
         recorded = self.store.finish([o for o, _, _ in batch])
@@ -529,7 +541,8 @@ class DurableScheduler:
         """NOTIFY wake-ups: re-read the rows other processes wrote."""
         while self._state == OPEN:
             try:
-                changed = self.store.wait_changes(self._poll)
+                # A short wait, so that close() is not held up by the listener.
+                changed = self.store.wait_changes(min(self._poll, 0.25))
                 if changed is None or self._state != OPEN:
                     continue
                 if changed:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._sql import ThreadConnections, check_table
+from ._sql import ThreadConnections, check_table, index_statements
 from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
 
 __all__ = ["SQLiteStore"]
@@ -55,14 +55,8 @@ class SQLiteStore(Store):
                        " args TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
                        " seq INTEGER NOT NULL, fmt INTEGER NOT NULL DEFAULT 1, error TEXT,"
                        " lease_owner TEXT, lease_token TEXT, lease_expires REAL)")
-            # The claim's scan: pending rows in claim order (a partial index
-            # holds only pending rows, so finished history costs it nothing).
-            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_due ON {t} (run_at, priority DESC, seq)"
-                       " WHERE state = 'pending'")
-            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_lease ON {t} (lease_expires)"
-                       " WHERE lease_expires IS NOT NULL")
-            db.execute(f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
-                       " WHERE lease_owner IS NOT NULL")
+            for statement in index_statements(t):
+                db.execute(statement)
             db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key TEXT PRIMARY KEY, value REAL)")
             db.execute(f"INSERT OR IGNORE INTO {t}_meta VALUES ('seq', 0), ('changes', 0)")
 
@@ -199,6 +193,10 @@ class SQLiteStore(Store):
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = ?",
                                         (task_id,)).fetchone()
         return None if row is None else dict(zip(_COLUMNS.split(", "), row))
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._conns.get().execute(
+            f"SELECT state, count(*) FROM {self.table} GROUP BY state").fetchall())
 
     def wall_high_water(self, wall: float | None = None) -> float | None:
         with self._write() as db:

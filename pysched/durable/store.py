@@ -134,7 +134,8 @@ def check_fields(version: Any, run_at: Any, priority: Any, fmt: Any = ROW_FORMAT
         raise BadRow(f"row format {fmt!r} is newer than this pysched understands ({ROW_FORMAT})")
     if type(version) is not int or not 0 < version <= INT64_MAX:
         raise BadRow(f"version {version!r} is not a positive 64-bit int")
-    if type(run_at) is not float or not math.isfinite(run_at):
+    # SQLite may hand back a whole REAL as an int: both are times, bool is not.
+    if type(run_at) not in (float, int) or not math.isfinite(run_at):
         raise BadRow(f"run_at {run_at!r} is not a finite time")
     if type(priority) is not int or not -INT64_MAX - 1 <= priority <= INT64_MAX:
         raise BadRow(f"priority {priority!r} is not a 64-bit int")
@@ -215,6 +216,10 @@ class Store(ABC):
     @abstractmethod
     def get(self, task_id: str) -> dict[str, Any] | None:
         """Every column of one row, for inspection and tests."""
+
+    @abstractmethod
+    def counts(self) -> dict[str, int]:
+        """The number of rows in each state (states with none are left out). O(rows)."""
 
     @abstractmethod
     def wall_high_water(self, wall: float | None = None) -> float | None:

@@ -1,0 +1,154 @@
+"""Shared pieces of the durable tests: registered tasks, store fixtures, the PostgreSQL gate.
+
+Tasks here are registered by name in the default registry, so a scheduler
+in a test, and a worker process that imports this module, can run them.
+
+PostgreSQL: tests read PYSCHED_TEST_POSTGRES_URL (``.ci/run`` starts a
+private server and sets it). Without a reachable server they skip, except
+in CI (CI=true), where they fail: a CI run must not pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pysched import durable
+from pysched.durable import current_task
+
+# What the in-process tasks did, in order: (task_id or name, args...).
+CALLS: list[tuple[Any, ...]] = []
+_calls_lock = threading.Lock()
+# Events that tasks wait on or set, by name (JSON args can carry a name, not an Event).
+EVENTS: dict[str, threading.Event] = {}
+
+
+def event(name: str) -> threading.Event:
+    return EVENTS.setdefault(name, threading.Event())
+
+
+@durable.task(name="note")
+def note(*args: Any) -> Any:
+    running = current_task()
+    assert running is not None
+    with _calls_lock:
+        CALLS.append((running.task_id, *args))
+    return args[0] if args else None
+
+
+@durable.task(name="fail")
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+@durable.task(name="hold")
+def hold(started: str, release: str, tag: Any = None) -> bool:
+    """Set ``started``, wait for ``release``; returns whether cancel reached it meanwhile."""
+    running = current_task()
+    assert running is not None
+    with _calls_lock:
+        CALLS.append((running.task_id, "start", tag))
+    event(started).set()
+    assert event(release).wait(30), "the test never released this task"
+    with _calls_lock:
+        CALLS.append((running.task_id, "end", tag))
+    return running.cancel_requested
+
+
+@durable.task(name="close-self")
+def close_self(key: str) -> str:
+    running = current_task()
+    assert running is not None
+    running._scheduler.close()  # must not wait for itself
+    return key
+
+
+def module_level_function(x: int) -> int:
+    """Not registered: reachable only as ``durable_helpers:module_level_function``."""
+    return x * 2
+
+
+def reset() -> None:
+    with _calls_lock:
+        CALLS.clear()
+    EVENTS.clear()
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    """Poll ``predicate`` until true; fail after ``timeout`` (a hang guard, not a speed check)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def postgres_url() -> str:
+    """The test server's URL; skip (developer) or fail (CI) when there is none or it is down."""
+    url = os.environ.get("PYSCHED_TEST_POSTGRES_URL")
+    in_ci = os.environ.get("CI", "").lower() == "true"
+    reason = None
+    if not url:
+        reason = "PYSCHED_TEST_POSTGRES_URL is not set (.ci/run starts a server and sets it)"
+    else:
+        try:
+            import psycopg
+        except ImportError:
+            reason = "psycopg is not installed (pip install -e '.[test]')"
+        else:
+            try:
+                psycopg.connect(url, connect_timeout=5).close()
+            except psycopg.Error as exc:
+                reason = f"PostgreSQL at PYSCHED_TEST_POSTGRES_URL is unreachable: {exc}"
+    if reason is not None:
+        if in_ci:
+            pytest.fail(f"CI needs PostgreSQL: {reason}", pytrace=False)
+        pytest.skip(reason)
+    assert url is not None
+    return url
+
+
+def unique_table() -> str:
+    return "t_" + uuid.uuid4().hex[:16]
+
+
+def drop_postgres_table(url: str, table: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(f"DROP TABLE IF EXISTS {table}, {table}_meta")
+        db.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
+
+
+STORE_KINDS = ["memory", "sqlite", "postgres"]
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_spec(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[dict[str, Any]]:
+    """How to open one fresh store, several times: ``{"kind", "target", "table"}``.
+
+    Memory stores cannot be opened twice, so their spec holds the one instance.
+    """
+    kind = request.param
+    if kind == "memory":
+        yield {"kind": kind, "store": durable.MemoryStore()}
+    elif kind == "sqlite":
+        yield {"kind": kind, "target": str(tmp_path / "schedule.db"), "table": "pysched_tasks"}
+    else:
+        url = postgres_url()
+        table = unique_table()
+        yield {"kind": kind, "target": url, "table": table}
+        drop_postgres_table(url, table)
+
+
+def open_spec(spec: dict[str, Any]) -> durable.Store:
+    """A (new) store object on the spec's data."""
+    if spec["kind"] == "memory":
+        return spec["store"]  # type: ignore[no-any-return]
+    return durable.open_store(spec["target"], table=spec["table"])

@@ -1,0 +1,282 @@
+"""DurableScheduler on each store: runs, replacement, cancel, close, restart, hostile rows.
+
+Tasks are the registered ones in durable_helpers; tests wait on Futures and
+events with generous hang guards and assert outcomes, never durations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from concurrent.futures import CancelledError
+from typing import Any
+
+import durable_helpers as h
+import pytest
+from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
+
+from pysched import SchedulerClosed
+from pysched.durable import DurableScheduler, NewTask, NotDurable, Store
+
+ARGS = '{"args":[],"kwargs":{}}'
+
+
+@pytest.fixture
+def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
+    """``make(**options)``: a scheduler on a new store object over the test's data."""
+    h.reset()
+    made: list[DurableScheduler] = []
+
+    def factory(**options: Any) -> DurableScheduler:
+        options.setdefault("poll_interval", 0.05)
+        store = open_spec(store_spec)
+        sched = DurableScheduler(store, **options)
+        made.append(sched)
+        return sched
+
+    yield factory
+    for sched in made:
+        sched.close(timeout=30)
+        assert sched.closed
+        if store_spec["kind"] != "memory":
+            sched.store.close()
+
+
+def test_runs_with_args_and_reports_results_and_errors(make: Any) -> None:
+    s = make(max_workers=2)
+    now = s.clock()
+    ok = s.schedule("a", now, 0, h.note, args=[1, "x"], kwargs={})
+    bad = s.schedule("b", now, 0, h.fail, args=["broken"])
+    assert ok.result(30) == 1
+    with pytest.raises(ValueError, match="broken"):
+        bad.result(30)
+    h.wait_for(lambda: s.row("b")["state"] == "failed", what="the failure to be stored")
+    assert s.row("b")["error"] == "ValueError: broken"
+    assert s.row("a")["state"] == "completed" and s.row("a")["attempts"] == 1
+    assert ("a", 1, "x") in h.CALLS
+
+
+def test_order_is_time_then_priority_then_fifo(make: Any) -> None:
+    s = make(max_workers=1, prefetch=0)
+    past = s.clock() - 10
+    futures = s.schedule_many([("low", past, 0, h.note, ["low"]), ("high", past, 9, h.note, ["high"]),
+                               ("low2", past, 0, h.note, ["low2"]),
+                               ("first", past - 1, -5, h.note, ["first"])])
+    for f in futures:
+        f.result(30)
+    assert [c[1] for c in h.CALLS] == ["first", "high", "low", "low2"]
+
+
+def test_replace_and_cancel_before_the_run(make: Any) -> None:
+    s = make()
+    later = s.clock() + 3600
+    old = s.schedule("a", later, 0, h.note, args=["old"])
+    new = s.schedule("a", s.clock(), 0, h.note, args=["new"])
+    gone = s.schedule("b", later, 0, h.note, args=["b"])
+    assert (old.version, new.version) == (1, 2)
+    assert old.cancelled()
+    assert s.cancel("b") and gone.cancelled()
+    assert not s.cancel("b") and not s.cancel("never-scheduled")
+    assert new.result(30) == "new"
+    assert s.row("b")["state"] == "cancelled" and s.row("b")["version"] == 2
+    assert [c for c in h.CALLS if c[0] in ("a", "b")] == [("a", "new")]
+
+
+def test_future_cancel_removes_a_pending_version_only(make: Any) -> None:
+    s = make()
+    pending = s.schedule("p", s.clock() + 3600, 0, h.note)
+    assert pending.cancel() and pending.cancelled()
+    assert s.row("p")["state"] == "cancelled"
+    running = s.schedule("r", s.clock(), 0, h.hold, args=["r-started", "r-release"])
+    assert h.event("r-started").wait(30)
+    assert not running.cancel()  # running: the Future cannot stop it
+    h.event("r-release").set()
+    assert running.result(30) is False
+
+
+def test_replace_while_running_waits_for_the_old_version(make: Any) -> None:
+    s = make(max_workers=4)
+    first = s.schedule("a", s.clock(), 0, h.hold, args=["v1-started", "v1-release", "v1"])
+    assert h.event("v1-started").wait(30)
+    second = s.schedule("a", s.clock(), 0, h.note, args=["v2"])
+    assert s.row("a")["version"] == 2 and s.row("a")["state"] == "pending"
+    assert ("a", "v2") not in h.CALLS  # free workers, but version 1 still holds the lease
+    h.event("v1-release").set()
+    assert second.result(30) == "v2"
+    assert first.result(30) is False  # it ran; the store kept version 2's outcome
+    assert [c for c in h.CALLS if c[0] == "a"] == [("a", "start", "v1"), ("a", "end", "v1"),
+                                                  ("a", "v2")]
+    h.wait_for(lambda: s.stats()["not_recorded"] == 1, what="v1's outcome to be refused")
+    assert s.row("a")["state"] == "completed" and s.row("a")["version"] == 2
+
+
+def test_cancel_reaches_a_running_task(make: Any) -> None:
+    s = make()
+    f = s.schedule("a", s.clock(), 0, h.hold, args=["c-started", "c-release"])
+    assert h.event("c-started").wait(30)
+    assert s.cancel("a")
+    h.event("c-release").set()
+    assert f.result(30) is True  # cancel_requested was set while it ran
+    h.wait_for(lambda: s.row("a")["lease_owner"] is None, what="the lease to be released")
+    assert s.row("a")["state"] == "cancelled"
+
+
+def test_work_that_cannot_be_stored_is_refused_and_nothing_is_written(make: Any) -> None:
+    s = make()
+    with pytest.raises(NotDurable, match="lambda"):
+        s.schedule("a", 0, 0, lambda: None)
+
+    def nested() -> None:
+        pass
+
+    with pytest.raises(NotDurable, match="inside a function"):
+        s.schedule("a", 0, 0, nested)
+    with pytest.raises(NotDurable, match="not in allowed_modules"):
+        s.schedule("a", 0, 0, h.module_level_function)
+    with pytest.raises(NotDurable, match="JSON"):
+        s.schedule("a", 0, 0, h.note, args=[object()])
+    with pytest.raises(NotDurable, match="JSON"):
+        s.schedule("a", 0, 0, h.note, args=[math.nan])
+    with pytest.raises(TypeError, match="task_id must be a str"):
+        s.schedule(7, 0, 0, h.note)
+    with pytest.raises(ValueError, match="run_at must be finite"):
+        s.schedule("a", math.inf, 0, h.note)
+    with pytest.raises(TypeError, match="priority"):
+        s.schedule("a", 0, 1.5, h.note)
+    with pytest.raises(TypeError):  # one bad item stores none of the batch
+        s.schedule_many([("ok", 0, 0, h.note), ("bad", 0, 0, print)])
+    assert s.row("a") is None and s.row("ok") is None
+
+
+def test_close_keeps_pending_rows_and_fails_their_futures(make: Any) -> None:
+    s = make()
+    f = s.schedule("later", s.clock() + 3600, 0, h.note)
+    s.close()
+    s.close()  # idempotent
+    assert s.closed
+    with pytest.raises(SchedulerClosed):
+        f.result(0)
+    with pytest.raises(SchedulerClosed):
+        s.schedule("x", 0, 0, h.note)
+
+
+def test_close_from_inside_a_task_does_not_deadlock(make: Any) -> None:
+    s = make()
+    assert s.schedule("a", s.clock(), 0, h.close_self, args=["done"]).result(30) == "done"
+    h.wait_for(lambda: s.closed, what="close to finish")
+
+
+def test_a_restart_rebuilds_the_heap_from_the_store(make: Any) -> None:
+    first = make()
+    first.schedule_many([(f"t{i}", first.clock() + 0.05 * (i % 3), i, h.note, [i])
+                         for i in range(30)])
+    first.schedule("never", first.clock() + 3600, 0, h.note)
+    first.cancel("t0")
+    first.close()  # nothing may have run yet: everything is still in the store
+    second = make(max_workers=3)
+    h.wait_for(lambda: second.store.counts().get("completed", 0) == 29, what="29 runs")
+    assert sorted(c[1] for c in h.CALLS) == list(range(1, 30))
+    assert second.row("never")["state"] == "pending" and second.stats()["local_pending"] == 1
+
+
+def test_a_restart_under_the_same_owner_reclaims_its_leases_at_once(make: Any) -> None:
+    crashed = make()
+    crashed.close()
+    crashed.store.schedule([NewTask("a", 0.0, 0, "note", ARGS)])
+    (claim,) = crashed.store.claim(1e9, 1, "node-1", 3600.0)  # the "crashed" run
+    s = make(owner="node-1")
+    h.wait_for(lambda: s.row("a")["state"] == "completed", what="the re-run")
+    assert s.row("a")["attempts"] == 2 and s.stats()["reruns"] == 1
+
+
+def test_another_owner_takes_over_an_expired_lease(make: Any) -> None:
+    s = make()
+    s.store.schedule([NewTask("a", 0.0, 0, "note", ARGS)])
+    s.store.claim(1e9, 1, "dead-node", -1.0)  # claimed by a node whose lease ran out
+    h.wait_for(lambda: s.row("a")["state"] == "completed", what="the takeover")
+    assert s.row("a")["attempts"] == 2
+
+
+def test_hostile_rows_get_an_error_and_the_rest_run(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+    s = make()
+    rows = {"unknown": ("no-such-task", ARGS, 1), "badjson": ("note", "{not json", 1),
+            "badshape": ("note", '[1, 2]', 1), "future": ("note", ARGS, 2),
+            "imports": ("os:system", json.dumps({"args": ["true"], "kwargs": {}}), 1)}
+    for task_id, (ref, args, fmt) in rows.items():
+        _put_raw(s.store, store_spec, task_id=task_id, ref=ref, args=args, fmt=fmt)
+    good = s.schedule_many([(f"ok{i}", s.clock(), 0, h.note, [i]) for i in range(10)])
+    for f in good:
+        f.result(30)
+    h.wait_for(lambda: all(s.row(i)["state"] == "error" for i in rows), what="errors stored")
+    errors = {i: s.row(i)["error"] for i in rows}
+    assert "unknown task 'no-such-task'" in errors["unknown"]
+    assert "not valid JSON" in errors["badjson"]
+    assert "JSON object" in errors["badshape"]
+    assert "row format 2 is newer" in errors["future"]
+    assert "not in allowed_modules" in errors["imports"]
+    assert s.stats()["errors"] == len(rows)
+
+
+def test_rows_with_impossible_fields_are_marked_at_sync(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+    if store_spec["kind"] == "postgres":
+        pytest.skip("PostgreSQL's column types refuse these values at insert")
+    s = make(resync_interval=0.05)  # the memory store has no other way to see a raw write
+    _put_raw(s.store, store_spec, task_id="textver", version="x")
+    _put_raw(s.store, store_spec, task_id="textrun", run_at="soon")
+    _put_raw(s.store, store_spec, task_id="negver", version=-3)
+    s.schedule("fine", s.clock(), 0, h.note).result(30)
+    h.wait_for(lambda: all(s.row(i)["state"] == "error" for i in ("textver", "textrun", "negver")),
+               what="errors stored")
+    assert "version 'x' is not a positive" in s.row("textver")["error"]
+    assert "run_at 'soon' is not a finite time" in s.row("textrun")["error"]
+
+
+def test_schedules_from_another_scheduler_are_seen(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+    """Two schedulers on the same data: the client's schedule and cancel reach the worker."""
+    if store_spec["kind"] == "memory":
+        pytest.skip("a memory store is one process's")
+    worker = make(max_workers=2, resync_interval=3600)
+    client = make(max_workers=1, resync_interval=3600)
+    client.schedule("far", client.clock() + 3600, 0, h.note)
+    h.wait_for(lambda: worker.stats()["local_pending"] == 1, what="the worker to see it")
+    client.cancel("far")
+    h.wait_for(lambda: worker.stats()["local_pending"] == 0, what="the cancel to reach it")
+    done = [client.schedule(f"n{i}", client.clock(), 0, h.note, args=[i]) for i in range(20)]
+    for f in done:
+        f.result(30)  # whichever of the two ran it, the client's Future settles
+    h.wait_for(lambda: client.store.counts().get("completed", 0) == 20, what="20 runs")
+    assert sorted(c[1] for c in h.CALLS) == list(range(20))  # exactly once each
+
+
+def test_three_schedulers_share_one_schedule_without_duplicates(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+    if store_spec["kind"] == "memory":
+        pytest.skip("a memory store is one process's")
+    nodes = [make(max_workers=2, prefetch=4) for _ in range(3)]
+    nodes[0].schedule_many([(f"t{i}", nodes[0].clock(), i % 4, h.note, [i]) for i in range(300)])
+    h.wait_for(lambda: nodes[0].store.counts() == {"completed": 300}, what="300 runs")
+    assert sorted(c[1] for c in h.CALLS) == list(range(300))
+    assert sum(n.stats()["claimed"] for n in nodes) == 300
+
+
+def _put_raw(store: Store, spec: dict[str, Any], **fields: Any) -> None:
+    """Write a row as a corrupt or hostile database would hold it, bypassing all checks."""
+    row = {"version": 1, "state": "pending", "run_at": 0.0, "priority": 0, "ref": "note",
+           "args": ARGS, "attempts": 0, "seq": 0, "fmt": 1, **fields}
+    if spec["kind"] == "memory":
+        store._put_raw(**row)  # type: ignore[attr-defined]
+        return
+    cols = ", ".join(row)
+    if spec["kind"] == "sqlite":
+        db = store._conns.get()  # type: ignore[attr-defined]
+        db.execute(f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join('?' * len(row))})",
+                   tuple(row.values()))
+    else:
+        store._conns.get().execute(  # type: ignore[attr-defined]
+            f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join(['%s'] * len(row))})",
+            tuple(row.values()))
+
+
+def test_lock_free_teardown_guard() -> None:
+    """Every scheduler thread is a daemon and ends with close (no leaked non-daemon threads)."""
+    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("pysched-durable"))

@@ -1,0 +1,187 @@
+"""The store protocol, the same tests on the memory, SQLite and PostgreSQL stores.
+
+Leases are made live (3600 s) or already expired (-1 s) instead of waiting
+for time to pass, so no test sleeps.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
+
+from pysched.durable import NewTask, Outcome, Store
+
+LIVE, EXPIRED = 3600.0, -1.0
+ARGS = '{"args":[],"kwargs":{}}'
+
+
+def new(task_id: str, run_at: float = 100.0, priority: int = 0) -> NewTask:
+    return NewTask(task_id, run_at, priority, "note", ARGS)
+
+
+@pytest.fixture
+def store(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
+    s = open_spec(store_spec)
+    yield s
+    s.close()
+
+
+def done(claim: Any, state: str = "completed", error: str | None = None) -> Outcome:
+    return Outcome(claim.token, claim.task_id, claim.version, state, error)
+
+
+def test_versions_grow_through_replace_and_cancel(store: Store) -> None:
+    assert store.schedule([new("a"), new("b")]) == [1, 1]
+    assert store.schedule([new("a", 50.0)]) == [2]
+    assert store.cancel("a") == 3
+    assert store.cancel("a") is None  # nothing pending or running any more
+    assert store.cancel("missing") is None
+    assert store.schedule([new("a")]) == [4]  # a cancelled id comes back newer, never reused
+    assert store.get("a")["state"] == "pending"
+    assert {r.task_id: r.version for r in store.rows()} == {"a": 4, "b": 1}
+    assert store.counts() == {"pending": 2}
+
+
+def test_one_batch_may_name_an_id_twice(store: Store) -> None:
+    assert store.schedule([new("a"), new("b"), new("a", 7.0)]) == [1, 1, 2]
+    assert store.get("a")["run_at"] == 7.0
+
+
+def test_cancel_of_a_version_only_while_it_is_pending(store: Store) -> None:
+    store.schedule([new("a"), new("b")])
+    assert store.cancel("a", version=2) is None  # not that version
+    assert store.cancel("a", version=1) == 2
+    (claim,) = store.claim(1e9, 10, "w", LIVE)
+    assert claim.task_id == "b"
+    assert store.cancel("b", version=1) is None  # running: a Future cannot cancel it
+
+
+def test_claims_in_order_up_to_threshold_and_limit(store: Store) -> None:
+    store.schedule([new("late", 30.0), new("low", 10.0, 0), new("high", 10.0, 5),
+                    new("low2", 10.0, 0), new("early", 5.0, -9)])
+    claims = store.claim(10.0, 3, "w", LIVE)
+    assert [c.task_id for c in claims] == ["early", "high", "low"]  # time, priority, FIFO
+    assert [c.attempts for c in claims] == [1, 1, 1]
+    assert {c.token for c in claims} == {f"w:1:1:{c.task_id}" for c in claims}
+    assert [c.task_id for c in store.claim(10.0, 9, "w", LIVE)] == ["low2"]
+    assert store.claim(29.0, 9, "w", LIVE) == []
+    assert store.counts() == {"running": 4, "pending": 1}
+
+
+def test_a_replaced_or_cancelled_version_is_never_claimed(store: Store) -> None:
+    store.schedule([new("a", 1.0), new("b", 1.0)])
+    store.schedule([new("a", 500.0)])  # version 2 is not due
+    store.cancel("b")
+    assert store.claim(100.0, 10, "w", LIVE) == []
+    (claim,) = store.claim(500.0, 10, "w", LIVE)
+    assert (claim.task_id, claim.version) == ("a", 2)
+
+
+def test_finish_records_only_for_the_claim_that_holds_the_version(store: Store) -> None:
+    store.schedule([new("a"), new("b"), new("c")])
+    a, b, c = store.claim(1e9, 10, "w", LIVE)
+    store.cancel("b")  # b's running version is superseded
+    assert store.finish([done(a), done(b), done(c, "failed", "ValueError: x")]) == [True, False, True]
+    assert store.get("a")["state"] == "completed"
+    assert store.get("b")["state"] == "cancelled" and store.get("b")["lease_token"] is None
+    assert store.get("c")["state"] == "failed" and store.get("c")["error"] == "ValueError: x"
+    assert store.finish([done(a)]) == [False]  # twice: the token no longer holds anything
+    assert store.get("a")["state"] == "completed"
+
+
+def test_a_newer_version_waits_for_the_older_ones_lease(store: Store) -> None:
+    store.schedule([new("a")])
+    (old,) = store.claim(1e9, 10, "w1", LIVE)
+    assert store.schedule([new("a")]) == [2]
+    (row,) = store.rows(["a"])
+    assert row.state == "pending" and row.blocked
+    assert store.claim(1e9, 10, "w2", LIVE) == []  # one version of an id runs at a time
+    assert store.finish([done(old)]) == [False]  # superseded: not recorded, lease released
+    (new_claim,) = store.claim(1e9, 10, "w2", LIVE)
+    assert (new_claim.version, new_claim.attempts) == (2, 1)
+    assert store.finish([done(new_claim)]) == [True]
+
+
+def test_an_expired_lease_is_claimable_again_and_the_old_owner_cannot_finish(store: Store) -> None:
+    store.schedule([new("a"), new("b")])
+    first = store.claim(1e9, 10, "dead", EXPIRED)
+    assert sorted(store.requeue_expired()) == ["a", "b"]
+    assert store.get("a")["state"] == "pending" and store.get("a")["version"] == 1
+    second = store.claim(1e9, 10, "alive", LIVE)
+    assert [c.attempts for c in second] == [2, 2]  # at-least-once: the re-runs are counted
+    assert store.finish([done(c) for c in first]) == [False, False]
+    assert store.get("a")["lease_owner"] == "alive"  # the stale finish released nothing
+    assert store.finish([done(c) for c in second]) == [True, True]
+    assert store.requeue_expired() == []
+
+
+def test_heartbeat_keeps_a_lease_live(store: Store) -> None:
+    store.schedule([new("a"), new("b")])
+    store.claim(1e9, 1, "w", EXPIRED)
+    store.claim(1e9, 1, "other", EXPIRED)
+    assert store.heartbeat("w", LIVE) == 1
+    assert store.requeue_expired() == ["b"]
+    assert store.get("a")["state"] == "running"
+
+
+def test_release_owner_hands_back_everything_it_held(store: Store) -> None:
+    store.schedule([new("a"), new("b"), new("c")])
+    store.claim(1e9, 2, "restarted", LIVE)
+    store.schedule([new("a")])  # a newer version waits behind the held lease
+    assert sorted(store.release_owner("restarted")) == ["a", "b"]
+    assert {(r.task_id, r.version, r.blocked) for r in store.rows()} == {
+        ("a", 2, False), ("b", 1, False), ("c", 1, False)}
+
+
+def test_a_pending_outcome_hands_a_claim_back_unrun(store: Store) -> None:
+    store.schedule([new("a")])
+    (claim,) = store.claim(1e9, 1, "w", LIVE)
+    assert store.finish([done(claim, "pending")]) == [True]
+    (again,) = store.claim(1e9, 1, "w", LIVE)
+    assert again.attempts == 2
+
+
+def test_mark_error_only_on_that_pending_version(store: Store) -> None:
+    store.schedule([new("a")])
+    assert not store.mark_error("a", 2, "nope")
+    assert store.mark_error("a", 1, "bad row")
+    assert store.get("a")["state"] == "error" and store.get("a")["error"] == "bad row"
+    assert store.rows() == []
+
+
+def test_wall_high_water_only_rises(store: Store) -> None:
+    assert store.wall_high_water() is None
+    assert store.wall_high_water(10.0) == 10.0
+    assert store.wall_high_water(5.0) == 10.0
+    assert store.wall_high_water(12.5) == 12.5
+
+
+def test_concurrent_claimers_take_disjoint_rows(store_spec: dict[str, Any]) -> None:  # noqa: F811
+    """Four owners, each on its own store object (own connections), claim 400 rows at once."""
+    seed = open_spec(store_spec)
+    seed.schedule([new(f"t{i}", float(i % 7)) for i in range(400)])
+    got: dict[str, list[str]] = {}
+    start = threading.Barrier(4)
+
+    def claimer(owner: str) -> None:
+        s = open_spec(store_spec)
+        mine = got.setdefault(owner, [])
+        start.wait()
+        while batch := s.claim(1e9, 16, owner, LIVE):
+            mine += [c.task_id for c in batch]
+            assert s.finish([done(c) for c in batch]) == [True] * len(batch)
+        if s is not seed:
+            s.close()
+
+    threads = [threading.Thread(target=claimer, args=(f"w{k}",)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    claimed = [i for ids in got.values() for i in ids]
+    assert len(claimed) == len(set(claimed)) == 400  # each row exactly once, none left
+    assert seed.counts() == {"completed": 400}
+    seed.close()
