@@ -45,14 +45,23 @@ class LatenessReservoir:
     samples each of them is kept with probability ``size / count``.
     """
 
-    __slots__ = ("size", "count", "max", "_samples", "_random")
+    __slots__ = ("size", "count", "max", "pending", "_samples", "_random")
 
     def __init__(self, size: int = 4096, seed: int | None = None) -> None:
         self.size = size
         self.count = 0
         self.max = -math.inf
+        # Samples appended by the owner's hot path, fed in by absorb() in batches.
+        self.pending: list[float] = []
         self._samples: list[float] = []
         self._random = random.Random(seed).random
+
+    def absorb(self) -> None:
+        """Feed the samples waiting in ``pending`` into the reservoir."""
+        pending = self.pending
+        for value in pending:
+            self.add(value)
+        pending.clear()
 
     def add(self, value: float) -> None:
         self.count += 1
@@ -68,6 +77,7 @@ class LatenessReservoir:
 
     def summary(self) -> dict[str, Any]:
         """count, p50, p90, p99 (nearest rank over the sample) and the exact max; None when empty."""
+        self.absorb()
         if not self.count:
             return {"count": 0, "p50": None, "p90": None, "p99": None, "max": None}
         ordered = sorted(self._samples)

@@ -76,13 +76,14 @@ from ._errors import SchedulerClosed
 from ._pool_stats import Counters, LatenessReservoir
 from ._recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence, check_choice
 from ._task_future import TaskFuture
-from ._validate import check_capacity, check_hashable, check_priority, check_time
+from ._validate import check_callable, check_capacity, check_hashable, check_priority, check_time
 
 LOGGER = logging.getLogger("pysched")
 
 REPLACED = "replaced"
 EVICTED = "evicted"
 _NOT_STARTED = CancelledError("cancelled after it was claimed, before it started")
+_LATE_BATCH = 256  # lateness samples a worker buffers before feeding the reservoir
 _INF = math.inf
 
 __all__ = ["CancelToken", "SchedulerFull", "TaskCancelled", "TaskFuture", "TaskTimeout",
@@ -212,9 +213,7 @@ class ThreadPoolScheduler(Executor):
         backpressure, TypeError/ValueError/OverflowError naming a bad
         argument; a refused call changes nothing. O(log n).
         """
-        check_hashable(task_id, "task_id")
-        run_at = check_time(run_at, "run_at")
-        priority = check_priority(priority, "priority")
+        # task_id, run_at, priority and fn are checked by the core, before any change
         fut = self._new_future(task_id, fn, args, kwargs, timeout)
         self._add(task_id, run_at, priority, fut, self._clock())
         return fut
@@ -225,7 +224,6 @@ class ThreadPoolScheduler(Executor):
         """``schedule()`` at ``delay`` (>= 0) seconds from now on the clock."""
         check_hashable(task_id, "task_id")
         delay = _check_seconds(delay, "delay", allow_zero=True)
-        priority = check_priority(priority, "priority")
         fut = self._new_future(task_id, fn, args, kwargs, timeout)
         now = self._clock()
         self._add(task_id, now + delay, priority, fut, now)
@@ -263,6 +261,7 @@ class ThreadPoolScheduler(Executor):
         now = self._clock()
         first = now + interval if start_at is None else start_at
         fut._series = Recurrence(interval, mode, overlap, on_error, priority, first)
+        fut._special = True
         self._add(task_id, first, priority, fut, now)
         return fut
 
@@ -391,6 +390,7 @@ class ThreadPoolScheduler(Executor):
                 "max_workers": self._max_workers,
             }
             result.update(self._counts.as_dict())
+            self._lateness.absorb()
             result["lateness"] = self._lateness.summary()
         return result
 
@@ -398,24 +398,25 @@ class ThreadPoolScheduler(Executor):
 
     def _new_future(self, task_id: Hashable, fn: Callable[..., Any], args: Iterable[Any],
                     kwargs: Mapping[str, Any] | None, timeout: float | None) -> TaskFuture:
-        """Check the remaining arguments and build the version's Future."""
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        """Check args, kwargs and timeout and build the version's Future."""
+        fut = TaskFuture(self, fn)
+        fut._task_id = task_id
+        if args.__class__ is tuple and kwargs is None and timeout is None:
+            if args:  # the common call: nothing more to check
+                fut._args = args  # type: ignore[assignment]
+            return fut
         if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
             raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")
         if kwargs is not None and not isinstance(kwargs, Mapping):
             raise TypeError(f"kwargs must be a mapping, not {type(kwargs).__name__}")
         if timeout is not None:
-            timeout = _check_seconds(timeout, "timeout", allow_zero=False)
-        fut = TaskFuture(self, fn)
-        fut._task_id = task_id
+            fut._timeout = _check_seconds(timeout, "timeout", allow_zero=False)
+            fut._special = True
         args = tuple(args)
         if args:
             fut._args = args
         if kwargs:
             fut._kwargs = dict(kwargs)
-        if timeout is not None:
-            fut._timeout = timeout
         return fut
 
     def _add(self, task_id: Hashable, run_at: float, priority: int, fut: TaskFuture,
@@ -426,11 +427,28 @@ class ThreadPoolScheduler(Executor):
             if self._state is not OPEN:
                 raise SchedulerClosed(f"cannot schedule {task_id!r}: the scheduler is {self._state}")
             self._add_locked(task_id, run_at, priority, fut, now, ended)
-        self._end_futures(ended)
+        if ended:
+            self._end_futures(ended)
 
     def _add_locked(self, task_id: Hashable, run_at: float, priority: int, fut: TaskFuture,
                     now: float, ended: list[TaskFuture]) -> None:
-        # Everything that can refuse the call runs before the first change.
+        if self._aging is not None or self._bound is not None:
+            self._add_checked_locked(task_id, run_at, priority, fut, now, ended)
+            return
+        # The core checks every argument before it changes anything, and once it
+        # accepted task_id the dicts can hash it.
+        fut._version = self._core.schedule(task_id, run_at, priority, fut._fn)
+        if run_at.__class__ is not float:
+            run_at = float(run_at)  # the core accepted it: a finite real
+        self._adopt_locked(task_id, run_at, fut, self._pending.get(task_id), now, ended)
+
+    def _add_checked_locked(self, task_id: Hashable, run_at: float, priority: int,
+                            fut: TaskFuture, now: float, ended: list[TaskFuture]) -> None:
+        """_add_locked() with aging or a bound: both need checked values before the core."""
+        check_hashable(task_id, "task_id")
+        run_at = check_time(run_at, "run_at")
+        priority = check_priority(priority, "priority")
+        check_callable(fut._fn, "fn")
         key = priority
         if self._aging is not None:
             key = aged_key(priority, max(now, run_at), self._epoch, self._aging)
@@ -447,24 +465,29 @@ class ThreadPoolScheduler(Executor):
             else:
                 bound.replace(task_id, priority)
         fut._version = self._core.schedule(task_id, run_at, key, fut._fn)
+        self._adopt_locked(task_id, run_at, fut, old, now, ended)
+        if victim is not None:
+            self._drop_pending_locked(victim, self._pending[victim], EVICTED, ended,
+                                      bound_knows=False)
+
+    def _adopt_locked(self, task_id: Hashable, run_at: float, fut: TaskFuture,
+                      old: TaskFuture | None, now: float, ended: list[TaskFuture]) -> None:
+        """The core took ``fut``'s version: book it, and end the version it replaced."""
+        fut._run_at = run_at
         self._counts.scheduled += 1
         if old is not None:  # the core replaced it
             self._counts.replaced += 1
             self._end_pending(old, REPLACED, ended)
-        else:
+        elif self._running:
             run = self._running.get(task_id)
             if run is not None:  # a new version of a running series ends the series
                 self._stop_series_locked(run, REPLACED, ended)
         self._pending[task_id] = fut
-        if victim is not None:
-            self._drop_pending_locked(victim, self._pending[victim], EVICTED, ended,
-                                      bound_knows=False)
-        self._after_schedule_locked(run_at, now)
+        if self._idle:
+            self._after_schedule_locked(run_at, now)
 
     def _after_schedule_locked(self, run_at: float, now: float) -> None:
-        """Wake whoever must act on a version due at ``run_at``."""
-        if not self._idle:
-            return  # busy workers claim it when they finish
+        """Wake whoever must act on a version due at ``run_at``; some worker is idle."""
         if run_at <= now:
             self._fill_handoff_locked(now)
         elif run_at < self._dispatch_at:
@@ -483,6 +506,9 @@ class ThreadPoolScheduler(Executor):
         self._core.cancel(task_id)
         if self._tracked and bound_knows:
             self._bound.discard(task_id)  # type: ignore[union-attr]
+        if fut._run_at <= self._dispatch_at < _INF:  # it may be the head the dispatcher waits for
+            self._dispatch_at = -_INF
+            self._dispatch_cv.notify()
         if reason == EVICTED:
             self._counts.evicted += 1
         else:
@@ -510,8 +536,7 @@ class ThreadPoolScheduler(Executor):
     def _end_futures(self, ended: list[TaskFuture]) -> None:
         """Cancel the Futures of versions (or series) that will never run; outside the lock."""
         for fut in ended:
-            if Future.cancel(fut):
-                fut.set_running_or_notify_cancel()  # wakes concurrent.futures.wait()
+            fut._cancel_unrun()
             # A series stopped during a run: its worker may be about to call fn,
             # so that worker releases it after the run instead.
             if not fut._in_run:
@@ -558,11 +583,17 @@ class ThreadPoolScheduler(Executor):
         task_id = task.task_id
         fut = self._pending.pop(task_id)
         self._running[task_id] = fut
-        if self._tracked:
-            self._bound.discard(task_id)  # type: ignore[union-attr]
         self._claimed += 1
         if self._claimed > self._peak:
             self._peak = self._claimed
+        if fut._special or self._tracked:
+            self._claim_extras_locked(task_id, fut, now)
+        return task, fut
+
+    def _claim_extras_locked(self, task_id: Hashable, fut: TaskFuture, now: float) -> None:
+        """The rarer parts of a claim: the bounded queue, a series, a timeout."""
+        if self._tracked:
+            self._bound.discard(task_id)  # type: ignore[union-attr]
         if fut._series is not None:  # a fresh run: fresh token state
             fut._in_run = True
             fut._run_no += 1
@@ -573,7 +604,6 @@ class ThreadPoolScheduler(Executor):
             if self._deadlines.add(deadline, fut, fut._run_no) and deadline < self._dispatch_at:
                 self._dispatch_at = -_INF
                 self._dispatch_cv.notify()
-        return task, fut
 
     def _take_work_locked(self, now: float) -> tuple[Any, TaskFuture] | float | None:
         """Work for a worker with nothing to run, or the core's hint (float or None)."""
@@ -618,8 +648,17 @@ class ThreadPoolScheduler(Executor):
                 self._thread_exit_locked(worker=True)
 
     def _work_loop(self) -> None:
+        # The per-task path is written out here rather than in helper methods:
+        # with the Future's own cost down (see _task_future), the calls were a
+        # measurable share of a worker's CPU time per task.
         lock = self._lock
         clock = self._clock
+        core = self._core
+        running = self._running
+        counts = self._counts
+        late = self._lateness.pending
+        handoff = self._handoff
+        max_workers = self._max_workers
         set_current = _current_run.set
         reset_current = _current_run.reset
         task: Any = None
@@ -630,19 +669,49 @@ class ThreadPoolScheduler(Executor):
         start = now = self._epoch
         ended: list[TaskFuture] = []  # versions a series' next run evicted
         while True:
-            # Finish the previous task and claim the next in one critical section.
             try:
                 now = clock()
                 if now.__class__ is not float or now - now != 0.0:
                     now = self._bad_reading(now, start)
             except Exception as exc:
                 now = self._bad_reading(exc, start)
+            # Finish the previous task and claim the next in one critical section.
             with lock:
                 if fut is not None:
-                    failure = self._finish_locked(task, fut, started, start, now, failure, ended)
-                work = self._take_work_locked(now)
+                    if started and not fut._special:  # the common case of _finish_locked
+                        del running[task.task_id]
+                        self._claimed -= 1
+                        if failure is None:
+                            core.complete(task)
+                            counts.completed += 1
+                        else:
+                            core.fail(task, failure)
+                            counts.failed += 1
+                        late.append(start - task.run_at)
+                        if len(late) > _LATE_BATCH:
+                            self._lateness.absorb()
+                        if self._state is DRAINING:
+                            self._maybe_drained_locked()
+                    else:
+                        failure = self._finish_locked(task, fut, started, start, now, failure,
+                                                      ended)
+                # _take_work_locked(), written out
+                if handoff:
+                    work = handoff.popleft()
+                elif self._claimed < max_workers and (self._state is OPEN
+                                                      or self._state is DRAINING):
+                    work = core.next(now)
+                    if work is not None and work.__class__ is not float:
+                        work = self._claim_locked(work, now)
+                else:
+                    work = None
             if fut is not None:
-                self._resolve(fut, started, result, failure)
+                if fut._series is None:
+                    if started:
+                        fut._set_outcome(result, failure)
+                    fut._release_call()
+                else:
+                    self._resolve_series(fut, failure)
                 task = fut = result = failure = None
                 if ended:
                     self._end_futures(ended)
@@ -656,7 +725,7 @@ class ThreadPoolScheduler(Executor):
             # Run it, outside the lock.
             series = fut._series
             if series is None:
-                started = fut.set_running_or_notify_cancel()
+                started = fut._try_start()  # False: cancelled after the claim
             else:  # a series' Future stays pending; a stopped series runs no more
                 started = not series.stopped
             if not started:
@@ -669,7 +738,11 @@ class ThreadPoolScheduler(Executor):
                 start = self._bad_reading(exc, now)
             context = set_current(fut)
             try:
-                result = fut._fn(*fut._args, **fut._kwargs)  # type: ignore[misc]
+                kwargs = fut._kwargs  # ** of an empty mappingproxy still copies it: skip it
+                if kwargs:
+                    result = fut._fn(*fut._args, **kwargs)  # type: ignore[misc]
+                else:
+                    result = fut._fn(*fut._args)  # type: ignore[misc]
             except BaseException as exc:  # the worker survives whatever fn raises
                 failure = exc
             finally:
@@ -752,21 +825,12 @@ class ThreadPoolScheduler(Executor):
             return exc
         return None
 
-    def _resolve(self, fut: TaskFuture, started: bool, result: Any,
-                 failure: BaseException | None) -> None:
-        """Resolve the Future of a finished run, outside the lock (done callbacks run here)."""
-        if fut._series is None:
-            if started:
-                if failure is None:
-                    fut.set_result(result)
-                else:
-                    fut.set_exception(failure)
+    def _resolve_series(self, fut: TaskFuture, failure: BaseException | None) -> None:
+        """After a run of a series, outside the lock: resolve it if the run ended it."""
+        if failure is not None:  # the series ended with it; we own the Future
+            fut._set_outcome(None, failure)
+        if fut._series.stopped:  # type: ignore[union-attr]  (never turns back)
             fut._release_call()
-        else:
-            if failure is not None:  # the series ended with it; we own the Future
-                fut.set_exception(failure)
-            if fut._series.stopped:  # read without the lock: it never turns back
-                fut._release_call()
 
     # -- the dispatcher ----------------------------------------------------------
 

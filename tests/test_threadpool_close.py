@@ -1,0 +1,267 @@
+"""close() and shutdown(): the state machine, from outside and from inside tasks, on a FakeClock."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import threading
+
+import pytest
+from pool_helpers import WAIT, Gate, accounted, clock, make_pool  # noqa: F401  (fixtures)
+
+import pysched
+from pysched import InvalidTransition, SchedulerClosed
+from pysched._close_state import check_transition
+
+
+def test_close_cancels_pending_and_waits_for_running(make_pool, clock):
+    pool = make_pool(2)
+    gate = Gate()
+    running = pool.schedule("running", 0.0, 0, gate, ("finished",))
+    gate.wait_started()
+    pending = [pool.schedule(n, 5.0, 0, print) for n in range(20)]
+    closer = threading.Thread(target=pool.close)
+    closer.start()
+    for fut in pending:  # cancelled at once, before close returns
+        _wait_cancelled(fut)
+    assert all(fut.cancel_reason == "closed" for fut in pending)
+    assert pool.state == "closing" and not running.done()
+    gate.release()
+    closer.join(WAIT)
+    assert not closer.is_alive() and pool.state == "closed"
+    assert running.result(0) == "finished"
+    stats = pool.stats()
+    assert (stats["cancelled"], stats["completed"], stats["pending"]) == (20, 1, 0)
+
+
+def _wait_cancelled(fut):
+    with pytest.raises(cf.CancelledError):
+        fut.result(WAIT)
+    return True
+
+
+def test_schedule_during_close_raises_and_adds_nothing(make_pool):
+    pool = make_pool(1)
+    gate = Gate()
+    pool.submit(gate)
+    gate.wait_started()
+    assert pool.close(wait=False) is False  # a task still runs: closing, not closed
+    before = pool.stats()
+    for call in (lambda: pool.schedule("a", 0.0, 0, print), lambda: pool.submit(print),
+                 lambda: pool.schedule_in("a", 1.0, 0, print),
+                 lambda: pool.schedule_every("a", 1.0, 0, print)):
+        with pytest.raises(SchedulerClosed, match="closing"):
+            call()
+    after = pool.stats()
+    assert after["scheduled"] == before["scheduled"] and after["pending"] == 0
+    assert len(pool._core) == 0 and pool._pending == {}
+    gate.release()
+    assert pool.close() is True
+    with pytest.raises(SchedulerClosed, match="closed"):
+        pool.submit(print)
+
+
+def test_close_from_inside_a_task_does_not_deadlock(make_pool, clock):
+    pool = make_pool(2)
+    other = Gate()
+    other_done = threading.Event()
+
+    def other_body():
+        other()
+        other_done.set()
+
+    pool.submit(other_body)
+    other.wait_started()
+    later = pool.schedule("later", 9.0, 0, print)
+    closing = threading.Event()
+
+    def closer():
+        closing.set()
+        # waits for the other worker, not for its own: its Future resolves after it returns
+        returned = pool.close(wait=True)
+        return returned, other_done.is_set(), later.cancelled()
+
+    fut = pool.submit(closer)
+    assert closing.wait(WAIT)
+    other.release()
+    assert fut.result(WAIT) == (True, True, True)
+    for thread in pool._threads:
+        thread.join(WAIT)
+    assert pool.state == "closed"
+
+
+def test_close_from_a_done_callback_on_a_pool_thread(make_pool):
+    pool = make_pool(1)
+    result = {}
+    fut = pool.submit(abs, -1)
+    fut.add_done_callback(lambda f: result.setdefault("closed", pool.close(wait=True)))
+    assert fut.result(WAIT) == 1
+    for thread in pool._threads:
+        thread.join(WAIT)
+    assert result["closed"] is True and pool.state == "closed"
+
+
+def test_schedule_from_a_task_during_close_raises_inside_it(make_pool):
+    pool = make_pool(1)
+    gate = Gate()
+
+    def body():
+        gate()
+        pool.submit(print)
+
+    fut = pool.submit(body)
+    gate.wait_started()
+    pool.close(wait=False)
+    gate.release()
+    assert isinstance(fut.exception(WAIT), SchedulerClosed)
+
+
+def test_close_with_pending_running_and_recurring_tasks(make_pool, clock):
+    pool = make_pool(2)
+    started = threading.Event()
+    reasons = []
+
+    def cooperative():
+        token = pysched.current_token()
+        started.set()
+        token.wait()
+        reasons.append(token.reason)
+        return "stopped"
+
+    running = pool.schedule("running", 0.0, 0, cooperative)
+    assert started.wait(WAIT)
+    pending = pool.schedule("pending", 10.0, 0, print)
+    series = pool.schedule_every("series", 1.0, 0, print)
+    assert pool.close(wait=True, cancel_running=True) is True
+    assert reasons == ["closed"] and running.result(0) == "stopped"
+    assert pending.cancelled() and pending.cancel_reason == "closed"
+    assert series.cancelled() and series.cancel_reason == "closed"
+    assert pool.state == "closed"
+    stats = pool.stats()
+    assert stats["scheduled"] == accounted(stats) == 3
+
+
+def test_close_stops_a_series_while_it_runs(make_pool, clock):
+    pool = make_pool(1)
+    gate = Gate()
+    series = pool.schedule_every("series", 1.0, 0, gate, start_at=0.0)
+    gate.wait_started()
+    pool.close(wait=False)
+    assert series.cancelled() and series.cancel_reason == "closed"
+    gate.release()
+    assert pool.close() is True and pool.stats()["pending"] == 0
+
+
+def test_close_is_idempotent_and_can_upgrade_to_cancel_running(make_pool):
+    pool = make_pool(1)
+    started = threading.Event()
+
+    def body():
+        started.set()
+        return pysched.current_token().wait()
+
+    fut = pool.submit(body)
+    assert started.wait(WAIT)
+    assert pool.close(wait=False) is False
+    assert pool.close(wait=False) is False  # nothing new: still closing
+    assert pool.close(wait=True, cancel_running=True) is True  # the second call sets the token
+    assert fut.result(0) is True
+    assert pool.close() is True and pool.state == "closed"
+
+
+def test_close_timeout_runs_on_the_clock(make_pool, clock):
+    pool = make_pool(1)
+    gate = Gate()
+    pool.submit(gate)
+    gate.wait_started()
+    outcome = []
+    closer = threading.Thread(target=lambda: outcome.append(pool.close(timeout=5.0)))
+    closer.start()
+    clock.wait_for_sleeper(5.0)
+    clock.advance(5.0)
+    closer.join(WAIT)
+    assert outcome == [False] and pool.state == "closing"
+    gate.release()
+    assert pool.close() is True
+
+
+def test_cancelled_futures_wake_concurrent_futures_wait(make_pool):
+    pool = make_pool(1)
+    futs = [pool.schedule(n, 50.0, 0, print) for n in range(3)]
+    waiter = cf.ThreadPoolExecutor(1).submit(cf.wait, futs)
+    pool.close()
+    done, not_done = waiter.result(WAIT)
+    assert len(done) == 3 and not not_done
+
+
+def test_shutdown_drains_pending_work_first(make_pool, clock):
+    pool = make_pool(2)
+    ran = []
+    pending = [pool.schedule(n, float(n), 0, ran.append, (n,)) for n in (1, 2, 3)]
+    series = pool.schedule_every("series", 0.5, 0, print)
+    pool.shutdown(wait=False)
+    assert pool.state == "draining" and series.cancelled()
+    with pytest.raises(SchedulerClosed, match="draining"):
+        pool.submit(print)
+    clock.advance(2.0)
+    pending[1].result(WAIT)
+    assert pool.state == "draining"
+    clock.advance(1.0)
+    pending[2].result(WAIT)
+    pool.shutdown(wait=True)
+    assert ran == [1, 2, 3] and pool.state == "closed"
+
+
+def test_close_while_draining_cancels_the_rest(make_pool, clock):
+    pool = make_pool(1)
+    futs = [pool.schedule(n, 10.0, 0, print) for n in range(3)]
+    pool.shutdown(wait=False)
+    assert pool.close() is True
+    assert all(fut.cancel_reason == "closed" for fut in futs)
+
+
+def test_shutdown_cancel_futures(make_pool):
+    pool = make_pool(1)
+    futs = [pool.schedule(n, 10.0, 0, print) for n in range(3)]
+    pool.shutdown(wait=True, cancel_futures=True)
+    assert all(fut.cancelled() for fut in futs) and pool.state == "closed"
+
+
+def test_an_empty_drain_closes_at_once(make_pool):
+    pool = make_pool(1)
+    pool.shutdown(wait=True)
+    assert pool.state == "closed"
+
+
+def test_illegal_transitions():
+    assert check_transition("open", "closing") == "closing"
+    for old, new in [("closed", "open"), ("closing", "open"), ("open", "closed"),
+                     ("draining", "open")]:
+        with pytest.raises(InvalidTransition, match=f"from {old} to {new}"):
+            check_transition(old, new)
+
+
+def test_a_failing_clock_closes_the_scheduler(impl, caplog):
+    from pysched.threadpool import ThreadPoolScheduler
+
+    class Clock:
+        broken = False
+
+        def __call__(self):
+            if self.broken:
+                raise OSError("clock gone")
+            return 1.0
+
+    clock = Clock()
+    pool = ThreadPoolScheduler(1, clock=clock, _core_factory=impl.Scheduler)
+    gate = Gate()
+    fut = pool.submit(gate)
+    gate.wait_started()
+    clock.broken = True
+    with caplog.at_level(logging.ERROR, logger="pysched"):
+        gate.release()
+        fut.result(WAIT)
+        for thread in pool._threads:
+            thread.join(WAIT)
+    assert pool.state == "closed"
+    assert any("clock failed" in record.message for record in caplog.records)

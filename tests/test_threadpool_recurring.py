@@ -1,0 +1,223 @@
+"""Recurring series on a FakeClock: fixed rate and fixed delay, overlap policies, errors, stopping.
+
+Each run records the clock when it starts. After the test lets a run finish,
+``clock.wait_for_sleeper(t)`` says the series' next run is pending for ``t``
+and nothing else is due, so the list of runs is complete at that point.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from pool_helpers import WAIT, clock, make_pool  # noqa: F401  (fixtures)
+
+from pysched import SchedulerFull
+from pysched._recurring import Recurrence
+
+
+class Runs:
+    """A series body: records each start time; run ``block_on`` waits for ``release``."""
+
+    def __init__(self, clock, block_on=None, fail_on=()):
+        self.clock = clock
+        self.starts = []
+        self.block_on = block_on
+        self.fail_on = fail_on
+        self.blocked = threading.Event()
+        self.release = threading.Event()
+        self.changed = threading.Condition()
+
+    def __call__(self):
+        n = len(self.starts)
+        with self.changed:
+            self.starts.append(self.clock())
+            self.changed.notify_all()
+        if n == self.block_on:
+            self.blocked.set()
+            assert self.release.wait(WAIT)
+        if n in self.fail_on:
+            raise RuntimeError(f"run {n} failed")
+
+    def wait_for(self, count):
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.starts) >= count, WAIT)
+
+
+def test_fixed_rate_runs_on_its_grid(make_pool, clock):
+    pool = make_pool()
+    runs = Runs(clock)
+    series = pool.schedule_every("tick", 1.0, 0, runs, start_at=0.5)
+    for k in range(4):
+        clock.wait_for_sleeper(0.5 + k)
+        clock.advance(1.0 if k else 0.5)
+        runs.wait_for(k + 1)
+    assert runs.starts == [0.5, 1.5, 2.5, 3.5]
+    assert not series.done() and series.version == 1
+    stats = pool.stats()
+    assert stats["completed"] == 4 and stats["pending"] == 1
+
+
+def test_default_start_is_one_interval_from_now(make_pool, clock):
+    pool = make_pool()
+    clock.advance(10.0)
+    pool.schedule_every("tick", 2.0, 0, print)
+    clock.wait_for_sleeper(12.0)
+
+
+@pytest.mark.parametrize("overlap, starts_by_4_5, next_due, skipped, coalesced", [
+    # run 0 (due 1) blocks until 4.5: runs due 2, 3 and 4 came due meanwhile
+    ("skip", [1.0], 5.0, 3, 0),
+    ("coalesce", [1.0, 4.5], 5.0, 0, 2),
+    ("queue", [1.0, 4.5, 4.5, 4.5], 5.0, 0, 0),
+])
+def test_fixed_rate_overlap_policies(make_pool, clock, overlap, starts_by_4_5, next_due,
+                                     skipped, coalesced):
+    pool = make_pool(2)
+    runs = Runs(clock, block_on=0)
+    pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0, overlap=overlap)
+    clock.advance(1.0)
+    assert runs.blocked.wait(WAIT)
+    clock.advance(3.5)
+    runs.release.set()
+    runs.wait_for(len(starts_by_4_5))
+    clock.wait_for_sleeper(next_due)  # the next run is pending, nothing else is due
+    assert runs.starts == starts_by_4_5  # the runs never overlapped: one worker stayed idle
+    stats = pool.stats()
+    assert (stats["skipped"], stats["coalesced"]) == (skipped, coalesced)
+    assert stats["peak_running"] == 1
+
+
+def test_a_run_ending_exactly_on_the_next_tick_is_not_skipped(make_pool, clock):
+    pool = make_pool()
+    runs = Runs(clock, block_on=0)
+    pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0, overlap="skip")
+    clock.advance(1.0)
+    assert runs.blocked.wait(WAIT)
+    clock.advance(1.0)  # run 0 returns at 2.0, when run 1 is due
+    runs.release.set()
+    runs.wait_for(2)
+    assert runs.starts == [1.0, 2.0] and pool.stats()["skipped"] == 0
+
+
+def test_fixed_delay_counts_from_the_end_of_a_run(make_pool, clock):
+    pool = make_pool()
+    runs = Runs(clock, block_on=0)
+    pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0, mode="fixed_delay", overlap="queue")
+    clock.advance(1.0)
+    assert runs.blocked.wait(WAIT)
+    clock.advance(2.5)
+    runs.release.set()
+    clock.wait_for_sleeper(4.5)  # ended at 3.5: the next is due 1 s later
+    clock.advance(1.0)
+    runs.wait_for(2)
+    assert runs.starts == [1.0, 4.5]
+
+
+def test_an_exception_stops_the_series_by_default(make_pool, clock):
+    pool = make_pool()
+    runs = Runs(clock, fail_on=(1,))
+    series = pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0)
+    clock.advance(1.0)
+    runs.wait_for(1)
+    clock.wait_for_sleeper(2.0)
+    clock.advance(1.0)
+    exc = series.exception(WAIT)
+    assert isinstance(exc, RuntimeError) and str(exc) == "run 1 failed"
+    stats = pool.stats()
+    assert (stats["completed"], stats["failed"], stats["pending"]) == (1, 1, 0)
+
+
+def test_on_error_continue_keeps_running(make_pool, clock):
+    pool = make_pool()
+    runs = Runs(clock, fail_on=(0, 2))
+    series = pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0, on_error="continue")
+    for k in range(4):
+        clock.advance(1.0)
+        runs.wait_for(k + 1)
+        clock.wait_for_sleeper(2.0 + k)
+    assert not series.done()
+    stats = pool.stats()
+    assert (stats["completed"], stats["failed"]) == (2, 2)
+
+
+def test_a_timed_out_run_counts_as_a_failure(make_pool, clock):
+    pool = make_pool()
+
+    def run():
+        from pysched import current_token
+        current_token().wait()
+
+    series = pool.schedule_every("tick", 10.0, 0, run, start_at=0.0, timeout=1.0)
+    clock.wait_for_sleeper(1.0)
+    clock.advance(1.0)
+    assert isinstance(series.exception(WAIT), TimeoutError)
+    assert pool.stats()["timed_out"] == 1
+
+
+@pytest.mark.parametrize("how", ["cancel_id", "cancel_future"])
+def test_cancelling_stops_the_series_between_runs(make_pool, clock, how):
+    pool = make_pool()
+    runs = Runs(clock)
+    series = pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0)
+    clock.advance(1.0)
+    runs.wait_for(1)
+    clock.wait_for_sleeper(2.0)
+    assert pool.cancel("tick") if how == "cancel_id" else series.cancel()
+    assert series.cancelled() and series.cancel_reason == "cancelled"
+    probe = pool.schedule("probe", 5.0, 0, abs, (0,))
+    clock.advance(4.0)
+    probe.result(WAIT)
+    assert runs.starts == [1.0] and pool.stats()["pending"] == 0
+
+
+def test_cancelling_during_a_run_lets_it_finish_and_stops_the_series(make_pool, clock):
+    pool = make_pool()
+    runs = Runs(clock, block_on=0)
+    series = pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0)
+    clock.advance(1.0)
+    assert runs.blocked.wait(WAIT)
+    assert series.cancel() and series.cancelled()
+    runs.release.set()
+    probe = pool.schedule("probe", 5.0, 0, abs, (0,))
+    clock.advance(4.0)
+    probe.result(WAIT)
+    assert runs.starts == [1.0]
+    stats = pool.stats()
+    assert (stats["completed"], stats["pending"], stats["running"]) == (2, 0, 0)
+
+
+def test_scheduling_the_id_replaces_the_series(make_pool, clock):
+    pool = make_pool()
+    series = pool.schedule_every("tick", 1.0, 0, print, start_at=1.0)
+    one_shot = pool.schedule("tick", 0.5, 0, abs, (-3,))
+    assert series.cancelled() and series.cancel_reason == "replaced"
+    clock.advance(0.5)
+    assert one_shot.result(WAIT) == 3
+
+
+def test_a_full_scheduler_ends_the_series(make_pool, clock):
+    pool = make_pool(max_pending=1)
+    runs = Runs(clock, block_on=0)
+    series = pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0)
+    clock.advance(1.0)
+    assert runs.blocked.wait(WAIT)
+    pool.schedule("other", 9.0, 0, print)  # takes the only pending slot
+    runs.release.set()
+    assert isinstance(series.exception(WAIT), SchedulerFull)
+
+
+def test_next_run_arithmetic():
+    rate = Recurrence(2.0, "fixed_rate", "skip", "stop", 0, 10.0)
+    assert rate.next_run(10.5) == (12.0, 0, 0)
+    assert rate.next_run(17.0) == (18.0, 2, 0)  # run 1 (12) ended at 17: 14 and 16 skipped
+    rate.overlap = "coalesce"
+    assert rate.next_run(25.0) == (24.0, 0, 2)  # 20, 22, 24 missed: one run for 24
+    rate.overlap = "queue"
+    assert rate.next_run(99.0) == (26.0, 0, 0)
+    delay = Recurrence(0.5, "fixed_delay", "skip", "stop", 0, 0.0)
+    assert delay.next_run(3.25) == (3.75, 0, 0)
+    tiny = Recurrence(0.1, "fixed_rate", "skip", "stop", 0, 0.0)
+    # run 0 returned exactly when run 3 (3 * 0.1 == 0.30000000000000004) came due:
+    # runs 1 and 2 were missed, run 3 was not, despite the rounding of the division
+    assert tiny.next_run(3 * 0.1) == (3 * 0.1, 2, 0)
