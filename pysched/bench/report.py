@@ -26,7 +26,7 @@ def _cell(ns: float | None, core_ns: float | None) -> str:
     if ns is None:
         return f"{'-':>{CELL}}"
     if core_ns is None:
-        return f"{ns:>{CELL - 8},.0f}" + " " * 8
+        return f"{ns:>{CELL},.0f}"
     speedup = ns / core_ns
     shown = f"{speedup:.0f}x" if speedup >= 100 else f"{speedup:.1f}x"
     return f"{ns:>{CELL - 8},.0f} {shown:>7}"
@@ -67,7 +67,7 @@ def memory_table(rows: Sequence[Row]) -> list[str]:
     core = next((row["bytes_per_task"] for row in rows if row["competitor"] == CORE), None)
     lines = [f"memory: resident bytes per pending task, {n:,} pending (each in a fresh process)"]
     for row in rows:
-        ratio = "" if core is None else f"  {row['bytes_per_task'] / core:5.1f}x the core"
+        ratio = "" if not core else f"  {row['bytes_per_task'] / core:5.1f}x the core"
         lines.append(f"  {row['label']:<16}{row['bytes_per_task']:>8.0f} B{ratio}")
     return lines
 

@@ -1,0 +1,29 @@
+"""StableBoundedPriorityQueue, Cython against the pure twin: churn and top-k.
+
+The workloads are bench_bounded_queue.py's, beside this file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from bench_bounded_queue import churn, top_k
+
+PUSHES = 100_000
+
+
+@pytest.mark.parametrize("capacity", [1_000, 100_000])
+def test_churn(benchmark: Any, impl: Any, capacity: int) -> None:
+    benchmark.group = f"bounded-queue churn C={capacity:,}, {PUSHES:,} pushes"
+    run = churn(impl.StableBoundedPriorityQueue, capacity, PUSHES, 0)
+    ops = benchmark.pedantic(run, rounds=3, warmup_rounds=1)
+    benchmark.extra_info["ns_per_op"] = benchmark.stats.stats.median * 1e9 / ops
+
+
+@pytest.mark.parametrize("k", [100, 10_000])
+def test_top_k(benchmark: Any, impl: Any, k: int) -> None:
+    benchmark.group = f"bounded-queue top-{k:,} of {PUSHES:,}"
+    best = benchmark.pedantic(top_k(impl.StableBoundedPriorityQueue, k, PUSHES, 1),
+                              rounds=3, warmup_rounds=1)
+    assert len(best) == k

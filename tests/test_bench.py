@@ -1,0 +1,309 @@
+"""Tests of the benchmark code itself (pysched.bench), at tiny sizes.
+
+Nothing here asserts a speed: figures are checked for shape and consistency,
+the baselines for doing the same work as the core, the log-n check's logic on
+made-up figures.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Hashable
+from heapq import heappush
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pysched.bench import __main__ as cli
+from pysched.bench import baselines, external, growth, plot, progress, scheduling
+from pysched.bench._timing import measure
+from pysched.bench.competitors import CORE, Competitor, core_available, drain_baseline
+from pysched.bench.workloads import WORKLOADS, Workload, run_order
+
+TINY = ["--sizes", "20,200", "--quiet"]
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- the command, end to end ----------------------------------------------------------------
+
+
+def test_cli_runs_every_section_end_to_end(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out_json = tmp_path / "bench.json"
+    code, out, err = run_cli([*TINY, "--json", str(out_json)], capsys)
+    assert code == 0, err
+    for title in ("composite:", "cancel-heavy:", "replace-heavy:", "equal keys (FIFO):",
+                  "bounded-queue churn:", "one-shot top-k", "memory:", "runtime throughput:",
+                  "runtime start lateness:", "log-n check"):
+        assert title in out
+    for label in ("pure twin", "heapq", "sched", "PriorityQueue", "heapq.nsmallest"):
+        assert label in out
+    if core_available():
+        assert "pysched |" in out  # the core's column in the tables
+        assert re.search(r"\d\.\dx", out)  # speedup cells
+    assert "skipped" not in out  # a source checkout has every workload module
+    assert out_json.is_file()
+
+
+def test_progress_bar_goes_to_stderr_one_line_per_step(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(["--sizes", "20,200", "--sections", "scheduler"], capsys)
+    assert code == 0
+    lines = err.splitlines()
+    assert lines[0].startswith("[") and "1/" in lines[0]
+    assert lines[-1].endswith("done")
+    total = int(lines[-1].split("/")[1].split()[0])
+    assert len(lines) == total + 1  # not a terminal: a line per step, then the final one
+    assert "[" not in out.split("\n\n", 1)[1]  # no bar in the report
+
+
+def test_json_has_the_promised_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "out.json"
+    code, _, _ = run_cli(["--sizes", "20,200", "--sections", "scheduler,bounded", "--quiet",
+                          "--json", str(path)], capsys)
+    assert code == 0
+    doc = json.loads(path.read_text())
+    machine = doc["machine"]
+    for field in ("platform", "cpu_model", "cores", "python", "pysched", "date"):
+        assert machine[field], field
+    assert machine["cores"] >= 1
+    assert doc["mode"] == "custom" and doc["config"]["sizes"] == [20, 200]
+    rows = doc["rows"]
+    assert {row["workload"] for row in rows} == {w.key for w in WORKLOADS} | {"churn", "top_k"}
+    for row in rows:
+        assert row["ns_per_op"] == pytest.approx(row["seconds"] * 1e9 / row["ops"])
+        assert row["seconds"] in row["samples"] or len(row["samples"]) > 1
+    composite = [r for r in rows if r["workload"] == "composite" and r["size"] == 200]
+    assert composite[0]["ops"] == 200 + 20 + 20 + 180  # schedules, replaces, cancels, runs
+    if core_available():
+        core = {(r["workload"], r["size"]): r["ns_per_op"] for r in rows if r["competitor"] == CORE}
+        for entry in doc["speedups"]:
+            mine = next(r for r in rows if (r["workload"], r["size"], r["competitor"])
+                        == (entry["workload"], entry["size"], entry["competitor"]))
+            assert entry["speedup"] == pytest.approx(
+                mine["ns_per_op"] / core[entry["workload"], entry["size"]])
+        assert doc["speedups"]
+    assert set(doc["growth"]) >= {"composite", "equal keys (FIFO)"} or not core_available()
+    assert doc["skipped"] == {}
+
+
+def test_bad_sizes_and_sections_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    for args in (["--sizes", "ten"], ["--sections", "scheduler,nope"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(args)
+        assert exit_info.value.code == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_hidden_options_stay_out_of_help() -> None:
+    text = cli.parser().format_help()
+    assert "--full" in text and "--json" in text and "--plot" in text
+    assert "--sizes" not in text and "--sections" not in text
+
+
+# --- matplotlib -----------------------------------------------------------------------------
+
+
+def test_missing_matplotlib_gives_a_clear_message_before_measuring(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    target = tmp_path / "plot.png"
+    code, out, err = run_cli(["--plot", str(target), "--full"], capsys)
+    assert code == 2
+    assert "matplotlib" in err and "pip install 'pysched[plot]'" in err
+    assert out == "" and not target.exists()  # failed at once: --full was never run
+    with pytest.raises(plot.PlotUnavailable, match="matplotlib"):
+        plot.require_matplotlib()
+
+
+def test_plot_is_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    rows = [{"section": section, "workload": workload, "param": param, "size": size,
+             "competitor": key, "label": key, "ns_per_op": cost * size ** 0.1}
+            for section, workload, param in (("scheduler", "composite", "n"),
+                                             ("bounded", "churn", "capacity"))
+            for size in (100, 1_000) for key, cost in ((CORE, 100.0), ("py", 900.0))]
+    target = tmp_path / "plot.png"
+    plot.draw(rows, target, "title")
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="nothing to plot"):
+        plot.draw(rows[:1], tmp_path / "none.png", "title")
+
+
+def test_plot_panels_need_two_sizes() -> None:
+    rows = [{"section": "scheduler", "workload": "composite", "param": "n", "size": size,
+             "competitor": CORE, "label": "pysched", "ns_per_op": 1.0} for size in (10, 100)]
+    assert [title for title, _, _ in plot.panels(rows)] == ["composite"]
+    assert plot.panels(rows[:1]) == []
+
+
+# --- the log-n check ------------------------------------------------------------------------
+
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+
+
+def costs(per_op: object) -> dict[int, float]:
+    return {n: per_op(n) for n in SIZES}  # type: ignore[operator]
+
+
+def test_log_growth_passes() -> None:
+    result = growth.check(costs(lambda n: 50 * math.log2(n)))
+    assert result is not None and result.ok
+    assert result.ratios == pytest.approx((1, 1, 1, 1))
+    assert result.exponent == pytest.approx(math.log(2) / math.log(1000), rel=0.05)
+
+
+def test_log_growth_with_cache_penalty_within_factor_passes() -> None:
+    # ns/op / log2 n rising 2.5x as the heap leaves the caches: still within 3.
+    penalty = {1_000: 1.0, 10_000: 1.5, 100_000: 2.2, 1_000_000: 2.5}
+    result = growth.check(costs(lambda n: 50 * math.log2(n) * penalty[n]))
+    assert result is not None and result.ok and result.worst == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize("power", [1 / 3, 1 / 2, 1])
+def test_polynomial_growth_fails(power: float) -> None:
+    result = growth.check(costs(lambda n: 5 * n ** power))
+    assert result is not None and not result.ok
+    assert result.exponent == pytest.approx(power)
+
+
+def test_constant_cost_passes_and_ratio_is_relative_to_smallest() -> None:
+    result = growth.check(costs(lambda n: 100.0))
+    assert result is not None and result.ok
+    assert result.ratios[0] == 1 and result.ratios[-1] == pytest.approx(10 / 20)
+
+
+def test_too_narrow_a_span_is_not_checked() -> None:
+    assert growth.check({1_000: 1.0, 10_000: 100.0}) is None
+    assert growth.check({1_000: 1.0}) is None
+    assert growth.check({1_000: 1.0, 100_000: 2.0}) is not None
+
+
+def test_growth_checks_use_only_the_core_rows() -> None:
+    rows = [{"section": "scheduler", "workload": "composite", "size": n, "competitor": key,
+             "ns_per_op": cost(n)}
+            for n in SIZES for key, cost in ((CORE, lambda n: math.log2(n)), ("py", float))]
+    checks = cli.growth_checks(rows)
+    assert set(checks) == {"composite"}
+    assert checks["composite"] is not None and checks["composite"].ok  # the py rows are O(n)
+
+
+# --- competitors do the same work -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: w.key)
+def test_every_competitor_runs_the_same_tasks_in_order(workload: Workload) -> None:
+    competitors = scheduling.scheduler_competitors()
+    scheduling.verify(workload, competitors, 300)
+    first = competitors[0]
+    order = run_order(workload, first.make, first.drain, 300)
+    if workload.key == "equal_keys":
+        assert order == list(range(300))
+    else:  # each id runs at most once; some ran
+        assert len(set(order)) == len(order) > 0
+
+
+class LastInFirstOut(baselines.HeapqTuples):
+    """A broken baseline: equal keys run newest first."""
+
+    def schedule(self, task_id: Hashable, run_at: float, priority: int,
+                 fn: Callable[[], Any]) -> None:
+        heappush(self._heap, (run_at, -priority, -next(self._counter), fn))
+
+
+def test_verify_catches_a_competitor_that_reorders() -> None:
+    broken = Competitor("lifo", "LIFO", LastInFirstOut, drain_baseline)
+    honest = scheduling.scheduler_competitors()[:1]
+    equal = next(w for w in WORKLOADS if w.key == "equal_keys")
+    with pytest.raises(scheduling.Disagreement, match="LIFO"):
+        scheduling.verify(equal, [*honest, broken], 50)
+
+
+def test_sched_is_capped_where_it_cancels() -> None:
+    sched_comp = next(c for c in scheduling.scheduler_competitors(1_000) if c.key == "sched")
+    assert sched_comp.runs_at(1_000, cancels=True)
+    assert not sched_comp.runs_at(1_001, cancels=True)
+    assert sched_comp.runs_at(10**6, cancels=False)
+
+
+@pytest.mark.parametrize("cls", [baselines.HeapqScheduler, baselines.SchedScheduler,
+                                 baselines.PriorityQueueScheduler, baselines.SortedListScheduler])
+def test_baselines_replace_and_cancel_like_the_core(cls: type) -> None:
+    if cls is baselines.SortedListScheduler:
+        pytest.importorskip("sortedcontainers")
+    ran: list[str] = []
+    s = cls()
+    s.schedule("a", 2.0, 0, lambda: ran.append("a1"))
+    s.schedule("b", 1.0, 0, lambda: ran.append("b"))
+    s.schedule("a", 0.5, 0, lambda: ran.append("a2"))  # replaces a1
+    s.schedule("c", 1.0, 5, lambda: ran.append("c"))  # same time as b, higher priority
+    s.schedule("d", 1.0, 5, lambda: ran.append("d"))  # equal to c: after it
+    assert s.cancel("b") and not s.cancel("b") and not s.cancel("zzz")
+    s.drain()
+    assert ran == ["a2", "c", "d"]
+
+
+# --- timing, progress, loading --------------------------------------------------------------
+
+
+def test_measure_repeats_within_bounds_and_returns_the_result() -> None:
+    calls: list[int] = []
+
+    def work() -> int:
+        calls.append(1)
+        return 7
+
+    once = measure(work, budget=0.0)
+    assert once.samples == (once.seconds,) and once.result == 7 and len(calls) == 1
+    calls.clear()
+    many = measure(work, budget=1.0, max_repeats=5)
+    assert len(many.samples) == 5 and len(calls) == 6  # a warm-up, then the repeats
+    assert min(many.samples) <= many.seconds <= max(many.samples)
+
+
+def test_progress_inline_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    bar = progress.Progress(stream)
+    bar.start(2)
+    bar.advance("first")
+    bar.advance("second")
+    bar.finish()
+    text = stream.getvalue()
+    assert text.count("\r") == 3 and text.count("\n") == 1 and "2/2" in text
+
+
+def test_external_load_reports_why_it_cannot(tmp_path: Path) -> None:
+    with pytest.raises(external.Unavailable, match="source checkout"):
+        external.load("bench_missing", tmp_path)
+    (tmp_path / "bench_broken.py").write_text("raise RuntimeError('half written')\n")
+    with pytest.raises(external.Unavailable, match="half written"):
+        external.load("bench_broken", tmp_path)
+    assert "_pysched_benchmarks_bench_broken" not in sys.modules
+
+
+def test_a_missing_section_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from pysched.bench import bounded
+
+    def unavailable(name: str) -> None:
+        raise external.Unavailable(f"needs a source checkout (benchmarks/{name}.py)")
+
+    monkeypatch.setattr(bounded.external, "load", unavailable)
+    code, out, _ = run_cli(["--sizes", "20,200", "--sections", "bounded", "--quiet"], capsys)
+    assert code == 0
+    assert "skipped:\n  bounded: needs a source checkout (benchmarks/bench_bounded_queue.py)" in out
