@@ -1,0 +1,89 @@
+"""Task references: what can be stored, and what a stored name may resolve to."""
+
+from __future__ import annotations
+
+import durable_helpers as h
+import pytest
+
+from pysched.durable import NotDurable, TaskRegistry, UnknownTask
+from pysched.durable.store import decode_args, encode_args
+
+
+def plain(x: int) -> int:
+    return x + 1
+
+
+def test_registered_names_round_trip() -> None:
+    registry = TaskRegistry()
+    registry.register(plain, "plus-one")
+    assert registry.reference(plain) == "plus-one"
+    assert registry.resolve("plus-one") is plain
+    registry.register(plain, "plus-one")  # the same pair again is a no-op
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(h.module_level_function, "plus-one")
+
+
+def test_the_decorator_defaults_to_the_import_name() -> None:
+    registry = TaskRegistry()
+    decorated = registry.task(plain)
+    assert decorated is plain
+    assert registry.reference(plain) == "test_durable_registry:plain"
+
+
+def test_unregistered_functions_need_an_allowed_module() -> None:
+    closed = TaskRegistry()
+    with pytest.raises(NotDurable, match="not in allowed_modules"):
+        closed.reference(h.module_level_function)
+    with pytest.raises(UnknownTask, match="not in allowed_modules"):
+        closed.resolve("durable_helpers:module_level_function")
+    opened = TaskRegistry(allowed_modules=["durable_helpers"])
+    ref = opened.reference(h.module_level_function)
+    assert ref == "durable_helpers:module_level_function"
+    assert opened.resolve(ref)(4) == 8
+    assert not opened._module_allowed("durable_helpers_evil")  # a prefix is not a package
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("os:system", "not in allowed_modules"),  # a hostile row: importable, never allowed
+    ("nothing-here", "not registered"),
+    ("durable_helpers:missing", "has no attribute"),
+    ("durable_helpers:CALLS", "names a list"),
+    ("no_such_module_zz:f", "No module named"),
+])
+def test_resolve_refuses_with_the_reason(ref: str, message: str) -> None:
+    registry = TaskRegistry(allowed_modules=["durable_helpers", "no_such_module_zz"])
+    with pytest.raises(UnknownTask, match=message):
+        registry.resolve(ref)
+    with pytest.raises(UnknownTask, match="must be a str"):
+        registry.resolve(7)  # type: ignore[arg-type]
+
+
+def test_what_cannot_be_found_after_a_restart_is_refused() -> None:
+    registry = TaskRegistry(allowed_modules=["durable_helpers", "builtins"])
+
+    def nested() -> None:
+        pass
+
+    for fn, message in [(lambda: None, "lambda"), (nested, "inside a function"),
+                        (h.wait_for.__call__, "cannot be found again")]:
+        with pytest.raises(NotDurable, match=message):
+            registry.reference(fn)
+    with pytest.raises(NotDurable, match="lambda"):
+        registry.register(lambda: None)  # no name to give it
+    assert registry.register(lambda: 3, "three") is not None  # an explicit name is fine
+    with pytest.raises(TypeError, match="callable"):
+        registry.reference(3)
+    assert isinstance(NotDurable("x"), TypeError)
+
+
+def test_args_are_json_and_come_back_as_lists() -> None:
+    text = encode_args((1, "a", [2.5, None]), {"k": {"n": True}})
+    assert decode_args(text) == ([1, "a", [2.5, None]], {"k": {"n": True}})
+    with pytest.raises(NotDurable, match="JSON"):
+        encode_args([float("inf")], None)
+    with pytest.raises(NotDurable, match="JSON"):
+        encode_args([{1, 2}], None)
+    with pytest.raises(TypeError, match="args must be a list or tuple"):
+        encode_args("abc", None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="kwargs must be a dict"):
+        encode_args([], [])  # type: ignore[arg-type]
