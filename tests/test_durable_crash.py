@@ -63,15 +63,21 @@ def test_crash_recovery_by_lease_expiry(target: tuple[str, str], tmp_path: Path)
     assert_clean(figures)
 
 
-def test_three_processes_share_a_schedule_and_take_over_after_a_kill(tmp_path: Path) -> None:
+def share(tmp_path: Path, **options: Any) -> dict[str, Any]:
+    """A ``share_run`` on a fresh PostgreSQL table, checked for lost, forbidden and live duplicates."""
     url, table = postgres_url(), unique_table()
     try:
-        figures = harness.share_run(url, table, str(tmp_path / "runs.log"), n=900, procs=3,
-                                    lease=1.0, heartbeat=0.25, kill_at=0.3, seed=9, spread=0.0)
+        figures = harness.share_run(url, table, str(tmp_path / "runs.log"), procs=3,
+                                    spread=0.0, **options)
     finally:
         drop_postgres_table(url, table)
     assert_clean(figures)
     assert figures["live_duplicates"] == 0, figures
+    return figures
+
+
+def test_three_processes_share_a_schedule_and_take_over_after_a_kill(tmp_path: Path) -> None:
+    figures = share(tmp_path, n=900, lease=1.0, heartbeat=0.25, kill_at=0.3, seed=9)
     assert all(figures["runs_by_owner"].values()), figures  # all three took part
 
 
@@ -86,12 +92,5 @@ def test_crash_recovery_10000_tasks_20_kills(target: tuple[str, str], tmp_path: 
 
 @pytest.mark.slow
 def test_three_processes_share_10000_tasks(tmp_path: Path) -> None:
-    url, table = postgres_url(), unique_table()
-    try:
-        figures = harness.share_run(url, table, str(tmp_path / "runs.log"), n=10_000, procs=3,
-                                    lease=2.0, heartbeat=0.5, kill_at=0.4, seed=21, spread=0.0)
-    finally:
-        drop_postgres_table(url, table)
-    assert_clean(figures)
-    assert figures["live_duplicates"] == 0, figures
+    figures = share(tmp_path, n=10_000, lease=2.0, heartbeat=0.5, kill_at=0.4, seed=21)
     assert figures["takeover_runs"] > 0 or figures["interrupted"] == 0, figures
