@@ -66,7 +66,7 @@ def _drain_schedule(pool: ThreadPoolScheduler, n: int) -> float:
 
 
 def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, Any]:
-    """Tasks per second, best of ``repeat`` interleaved runs, and the ratio to ThreadPoolExecutor."""
+    """Tasks per second (best of ``repeat``) and the ratio to ThreadPoolExecutor."""
     contenders: dict[str, Callable[[], tuple[Any, Callable[[Any, int], float]]]] = {
         "ThreadPoolExecutor.submit": lambda: (ThreadPoolExecutor(workers), _drain_submit)}
     for name, core in cores().items():

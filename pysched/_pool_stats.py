@@ -31,8 +31,16 @@ class Counters:
     __slots__ = COUNTERS
 
     def __init__(self) -> None:
-        for name in COUNTERS:
-            setattr(self, name, 0)
+        self.scheduled = 0
+        self.completed = 0
+        self.failed = 0
+        self.timed_out = 0
+        self.cancelled = 0
+        self.replaced = 0
+        self.evicted = 0
+        self.rejected = 0
+        self.skipped = 0
+        self.coalesced = 0
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in COUNTERS}
@@ -76,7 +84,7 @@ class LatenessReservoir:
                 samples[slot] = value
 
     def summary(self) -> dict[str, Any]:
-        """count, p50, p90, p99 (nearest rank over the sample) and the exact max; None when empty."""
+        """count, p50, p90, p99 (nearest rank in the sample) and the exact max; None if empty."""
         self.absorb()
         if not self.count:
             return {"count": 0, "p50": None, "p90": None, "p99": None, "max": None}

@@ -107,8 +107,8 @@ class TaskFuture(Future):  # type: ignore[type-arg]
 
     # -- Future's fields, made on first use ----------------------------------------
 
-    @property  # type: ignore[override]
-    def _condition(self) -> threading.Condition:
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
         cond = self._cond
         if cond is None:
             with self._lock:
@@ -118,7 +118,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         return cond
 
     @property
-    def _waiters(self) -> list[Any]:
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
         with self._lock:  # reentrant: callers may hold it already
             if self._waiter_list is None:
                 self._waiter_list = []
@@ -187,7 +187,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
             if self._cond is not None:
                 self._cond.notify_all()
         if self._callback_list:
-            self._invoke_callbacks()
+            self._invoke_callbacks()  # type: ignore[attr-defined]
 
     def _cancel_unrun(self) -> None:
         """``cancel()`` plus ``set_running_or_notify_cancel()`` for a version that never ran."""
@@ -200,7 +200,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
             if self._cond is not None:
                 self._cond.notify_all()
         if self._callback_list:
-            self._invoke_callbacks()
+            self._invoke_callbacks()  # type: ignore[attr-defined]
 
     @property
     def task_id(self) -> Hashable:

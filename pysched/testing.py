@@ -56,7 +56,8 @@ class FakeClock:
         """Move the clock forward by ``seconds`` (>= 0) and wake whoever is now due."""
         seconds = check_time(seconds, "seconds")
         if seconds < 0:
-            raise ValueError(f"seconds must be >= 0 (a monotonic clock never goes back), got {seconds!r}")
+            raise ValueError(f"seconds must be >= 0 (a monotonic clock never goes back),"
+                             f" got {seconds!r}")
         with self._lock:
             self._now += seconds
             due = {id(cond): cond for cond, deadline in self._sleepers.values()
@@ -101,7 +102,8 @@ class FakeClock:
                 remaining = limit - time.monotonic()
                 if remaining <= 0:
                     waiting = sorted(d for _, d in self._sleepers.values() if d is not None)
-                    raise TimeoutError(f"no thread waits for {deadline!r}; deadlines waited for: {waiting}")
+                    raise TimeoutError(f"no thread waits for {deadline!r};"
+                                       f" deadlines waited for: {waiting}")
                 self._changed.wait(remaining)
 
     def __repr__(self) -> str:

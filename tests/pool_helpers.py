@@ -66,13 +66,15 @@ def accounted(stats: dict[str, Any]) -> int:
                                   "cancelled", "replaced", "evicted"))
 
 
-@pytest.fixture
-def clock() -> FakeClock:
+# Test modules import these by their function names; the fixtures are named
+# ``clock`` and ``make_pool``.
+@pytest.fixture(name="clock")
+def clock_fixture() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture
-def make_pool(impl: Any, clock: FakeClock) -> Iterator[Callable[..., ThreadPoolScheduler]]:
+@pytest.fixture(name="make_pool")
+def make_pool_fixture(impl: Any, clock: FakeClock) -> Iterator[Callable[..., ThreadPoolScheduler]]:
     pools: list[ThreadPoolScheduler] = []
 
     def make(max_workers: int = 2, **options: Any) -> ThreadPoolScheduler:

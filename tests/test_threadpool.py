@@ -11,7 +11,7 @@ import math
 import threading
 
 import pytest
-from pool_helpers import WAIT, Gate, accounted, clock, make_pool  # noqa: F401  (fixtures)
+from pool_helpers import WAIT, Gate, accounted, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 import pysched
 from pysched import SchedulerClosed, SchedulerFull, TaskCancelled, TaskTimeout
@@ -295,7 +295,8 @@ def test_stats_account_for_every_version(make_pool, clock):
     pool.schedule("c", 9.0, 0, print)
     stats = pool.stats()
     assert stats["scheduled"] == 5 == accounted(stats)
-    assert (stats["pending"], stats["running"], stats["replaced"], stats["cancelled"]) == (2, 1, 1, 1)
+    assert (stats["pending"], stats["running"]) == (2, 1)
+    assert (stats["replaced"], stats["cancelled"]) == (1, 1)
     gate.release()
 
 

@@ -11,7 +11,7 @@ import random
 import threading
 
 import pytest
-from pool_helpers import WAIT, Concurrency, Gate, clock, make_pool  # noqa: F401  (fixtures)
+from pool_helpers import WAIT, Concurrency, Gate, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import current_token
 from pysched.testing import FakeClock

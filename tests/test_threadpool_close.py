@@ -7,7 +7,7 @@ import logging
 import threading
 
 import pytest
-from pool_helpers import WAIT, Gate, accounted, clock, make_pool  # noqa: F401  (fixtures)
+from pool_helpers import WAIT, Gate, accounted, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 import pysched
 from pysched import InvalidTransition, SchedulerClosed

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from pool_helpers import WAIT, clock, make_pool  # noqa: F401  (fixtures)
+from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import SchedulerFull
 from pysched._recurring import Recurrence
