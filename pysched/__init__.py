@@ -5,8 +5,9 @@ where the extension is absent or PYSCHED_NO_EXTENSIONS is set.
 """
 
 from ._errors import InvalidTransition, SchedulerClosed
-from ._impl import IMPLEMENTATION, Scheduler, Task
+from ._impl import IMPLEMENTATION, QueueEntry, Scheduler, StableBoundedPriorityQueue, Task
 from ._version import __version__
+from .bounded import QueueClosed, ThreadSafeBoundedPriorityQueue
 from .threadpool import (
     CancelToken,
     SchedulerFull,
@@ -21,14 +22,18 @@ __all__ = [
     "IMPLEMENTATION",
     "CancelToken",
     "InvalidTransition",
+    "QueueClosed",
+    "QueueEntry",
     "Scheduler",
     "SchedulerClosed",
     "SchedulerFull",
+    "StableBoundedPriorityQueue",
     "Task",
     "TaskCancelled",
     "TaskFuture",
     "TaskTimeout",
     "ThreadPoolScheduler",
+    "ThreadSafeBoundedPriorityQueue",
     "__version__",
     "current_token",
 ]

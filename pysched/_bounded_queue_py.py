@@ -193,7 +193,7 @@ class StableBoundedPriorityQueue:
         """
         priority = check_priority(priority, "priority")
         dropped = self._offer(priority, value, key, tenant, True)
-        assert type(dropped) is not str
+        assert not isinstance(dropped, str)
         return dropped
 
     def pop(self) -> Any:
@@ -406,7 +406,8 @@ class StableBoundedPriorityQueue:
         dropped = QueueEntry(record.priority, record.seq, record.value, record.key,
                              None if cell is None else cell.name, reason)
         record.alive = False
-        record.value = record.key = record.tenant = None  # dropped holds them until the caller returns
+        # dropped holds them until the caller returns
+        record.value = record.key = record.tenant = None
         self._live -= 1
         self._stamp += 1
         if dropped._key is not None:
@@ -431,7 +432,10 @@ class StableBoundedPriorityQueue:
             self._compact()
 
     def _compact(self) -> None:
-        """Rebuild both heaps from their live nodes: O(n), amortised O(1) per call that made one dead."""
+        """Rebuild both heaps from their live nodes.
+
+        O(n), amortised O(1) over the calls that made the dead nodes.
+        """
         best = [node for node in self._best if node[2].alive]
         worst = [node for node in self._worst if node[2].alive]
         self._dead_cleaned += len(self._best) + len(self._worst) - len(best) - len(worst)

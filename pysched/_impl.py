@@ -15,17 +15,19 @@ NO_EXTENSIONS = (bool(os.environ.get("PYSCHED_NO_EXTENSIONS"))
                  or sys.implementation.name != "cpython")
 
 if TYPE_CHECKING or NO_EXTENSIONS:
+    from ._bounded_queue_py import QueueEntry, StableBoundedPriorityQueue
     from ._scheduler_py import Scheduler, Task
 
     IMPLEMENTATION = "python"
 else:
     try:
-        from ._core import Scheduler, Task
+        from ._core import QueueEntry, Scheduler, StableBoundedPriorityQueue, Task
     except ImportError:  # no compiled core for this platform: the twin is exact
+        from ._bounded_queue_py import QueueEntry, StableBoundedPriorityQueue
         from ._scheduler_py import Scheduler, Task
 
         IMPLEMENTATION = "python"
     else:
         IMPLEMENTATION = "cython"
 
-__all__ = ["IMPLEMENTATION", "Scheduler", "Task"]
+__all__ = ["IMPLEMENTATION", "QueueEntry", "Scheduler", "StableBoundedPriorityQueue", "Task"]

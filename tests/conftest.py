@@ -16,7 +16,7 @@ import pytest
 
 # Each pure twin module lists its public names in __all__; the compiled core
 # exports the same names.
-PURE_MODULES = ["pysched._scheduler_py"]
+PURE_MODULES = ["pysched._scheduler_py", "pysched._bounded_queue_py"]
 
 NO_EXTENSIONS = bool(os.environ.get("PYSCHED_NO_EXTENSIONS"))
 
