@@ -567,3 +567,74 @@ def test_a_key_eq_that_removes_the_entry_during_remove(impl):
     assert q.remove(Meddler("b", None)) == "b"
     q._check()
     assert len(q) == 0
+
+
+# -- MemoryError leaves the core unchanged --------------------------------------
+
+
+def fail_allocations_until_success(q, call):
+    """Run ``call`` with allocation number n and later failing, n = 0, 1, ... until it succeeds.
+
+    Every MemoryError on the way must leave ``q`` exactly as it was.
+    """
+    testcapi = pytest.importorskip("_testcapi")
+    before = (q.snapshot(), q.stats())
+    for n in range(10_000):
+        testcapi.set_nomemory(n, 0)
+        try:
+            return call()
+        except MemoryError:
+            pass
+        finally:
+            testcapi.remove_mem_hooks()
+        q._check()
+        assert (q.snapshot(), q.stats()) == before, f"allocation {n} failed mid-update"
+    raise AssertionError("the call never succeeded")
+
+
+def test_memory_errors_leave_the_core_unchanged():
+    # The core grows every array and allocates every object before it changes
+    # anything. The pure twin cannot promise that: any Python step may raise
+    # MemoryError, and dicts cannot reserve room in advance.
+    from conftest import NO_EXTENSIONS, compiled_module
+
+    if NO_EXTENSIONS:
+        pytest.skip("PYSCHED_NO_EXTENSIONS is set: pure install")
+    q = compiled_module().StableBoundedPriorityQueue(16, tenant_limit=20)
+    # First push: records, heaps and both tables are allocated lazily.
+    assert fail_allocations_until_success(q, partial(q.push, 50, "v0", key="k0", tenant="t0"))
+    for i in range(1, 16):
+        # Growth boundaries on the way (records and heaps at 16, tables doubling).
+        assert fail_allocations_until_success(
+            q, partial(q.push, 50 + i, f"v{i}", key=f"k{i}", tenant=f"t{i % 5}"))
+    q._check()
+    # Full: an eviction allocates the entry that carries the evicted objects.
+    assert fail_allocations_until_success(q, partial(q.push, 0, "new", key="new", tenant="t9"))
+    assert fail_allocations_until_success(q, partial(q.push_or_evict, 99, "refused")).reason \
+        == "capacity"
+    # Every record in use: reprioritize needs a new one.
+    fail_allocations_until_success(q, partial(q.reprioritize, "k3", -5))
+    assert fail_allocations_until_success(q, partial(q.remove, "k4")) == "v4"
+    assert fail_allocations_until_success(q, q.pop) == "v3"
+    assert fail_allocations_until_success(q, q.pop_entry).value == "new"
+    q._check()
+
+
+def test_capacity_zero_allocates_nothing():
+    from conftest import NO_EXTENSIONS, compiled_module
+
+    if NO_EXTENSIONS:
+        pytest.skip("PYSCHED_NO_EXTENSIONS is set: pure install")
+    testcapi = pytest.importorskip("_testcapi")
+    q = compiled_module().StableBoundedPriorityQueue(0, tenant_limit=3)
+    key, tenant = "k", "t"
+    hash(key), hash(tenant)  # cached: hashing them allocates nothing either
+    testcapi.set_nomemory(0, 0)  # every allocation from here on fails
+    try:
+        first = q.push(1, None, key=key, tenant=tenant)
+        second = q.push(2, None, key=key)
+    finally:
+        testcapi.remove_mem_hooks()
+    assert first is second is False
+    assert q.stats()["rejected_capacity"] == 2
+    q._check()
