@@ -32,6 +32,7 @@ Close states and their transitions are listed in ``pysched._close_state``.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Executor
@@ -282,6 +283,9 @@ class ThreadPoolScheduler(PoolThreads, Executor):
         Without ``cancel_futures`` the scheduler drains: it takes no new work
         and stops recurring series, but runs every version already pending,
         when due, before it closes (ThreadPoolExecutor's and Java's default).
+        Called from a pool thread (inside a task or a callback) it does not
+        wait, whatever ``wait`` says: the drain may need that very task to
+        return (ThreadPoolExecutor raises RuntimeError there instead).
         """
         if cancel_futures:
             self.close(wait=wait)
@@ -297,7 +301,7 @@ class ThreadPoolScheduler(PoolThreads, Executor):
                     self._stop_series_locked(run, CLOSED, ended)
                 self._maybe_drained_locked()
         self._end_futures(ended)
-        if wait:
+        if wait and threading.get_ident() not in self._thread_ids:
             self._wait_closed(None)
 
     def stats(self) -> dict[str, Any]:

@@ -438,3 +438,50 @@ def test_public_names():
         assert name in pysched.__all__ and hasattr(pysched, name)
     assert issubclass(pysched.ThreadPoolScheduler, cf.Executor)
     assert issubclass(SchedulerClosed, RuntimeError)
+
+
+def bounded(make_pool, impl, max_pending, **options):
+    factory = getattr(impl, "StableBoundedPriorityQueue", None)
+    if factory is None:
+        pytest.skip("this build has no StableBoundedPriorityQueue")
+    return make_pool(max_pending=max_pending, overflow="evict_lowest", _queue_factory=factory,
+                     **options)
+
+
+def test_backpressure_evict_lowest(make_pool, impl, clock):
+    pool = bounded(make_pool, impl, 3)
+    futs = {name: pool.schedule(name, 5.0, prio, abs, (prio,))
+            for name, prio in [("p5", 5), ("p1", 1), ("p3", 3)]}
+    futs["p2"] = pool.schedule("p2", 5.0, 2, abs, (2,))  # evicts the lowest: p1
+    assert futs["p1"].cancelled() and futs["p1"].cancel_reason == "evicted"
+    for prio in (0, 2):  # not strictly better than the worst (now p2): refused
+        with pytest.raises(SchedulerFull, match="priority below"):
+            pool.schedule(f"late{prio}", 5.0, prio, print)
+    stats = pool.stats()
+    assert (stats["pending"], stats["evicted"], stats["rejected"]) == (3, 1, 2)
+    clock.advance(5.0)
+    assert sorted(f.result(WAIT) for n, f in futs.items() if n != "p1") == [2, 3, 5]
+
+
+def test_evict_lowest_takes_the_newest_of_equals_and_follows_replacements(make_pool, impl):
+    pool = bounded(make_pool, impl, 3)
+    first = pool.schedule("a", 5.0, 1, print)
+    second = pool.schedule("b", 5.0, 1, print)
+    pool.schedule("c", 5.0, 9, print)
+    pool.schedule("b", 5.0, 8, print)  # b replaced at priority 8: a is now the lowest
+    assert second.cancel_reason == "replaced"
+    pool.schedule("d", 5.0, 4, print)
+    assert first.cancel_reason == "evicted"
+    assert pool.stats()["evicted"] == 1
+
+
+def test_claims_and_cancels_make_room(make_pool, impl, clock):
+    pool = bounded(make_pool, impl, 2)
+    pool.schedule("a", 1.0, 0, abs, (1,)).cancel()
+    ran = pool.schedule("b", 1.0, 0, abs, (2,))
+    pool.schedule("c", 9.0, 0, print)
+    clock.advance(1.0)
+    assert ran.result(WAIT) == 2  # claimed: its room is free again
+    pool.schedule("d", 9.0, 0, print)
+    stats = pool.stats()
+    assert (stats["pending"], stats["evicted"], stats["rejected"]) == (2, 0, 0)

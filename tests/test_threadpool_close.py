@@ -265,3 +265,19 @@ def test_a_failing_clock_closes_the_scheduler(impl, caplog):
             thread.join(WAIT)
     assert pool.state == "closed"
     assert any("clock failed" in record.message for record in caplog.records)
+
+
+def test_shutdown_from_inside_a_task_does_not_wait_for_the_drain(make_pool, clock):
+    # The pending version of "job" waits for the running one, which calls
+    # shutdown(wait=True): waiting for the drain would wait for itself.
+    pool = make_pool(2)
+
+    def body():
+        pool.schedule("job", 0.0, 0, abs, (-2,))
+        pool.shutdown(wait=True)
+        return pool.state
+
+    first = pool.schedule("job", 0.0, 0, body)
+    assert first.result(WAIT) == "draining"
+    pool.shutdown(wait=True)  # from outside: waits for the second version
+    assert pool.state == "closed" and pool.stats()["completed"] == 2
