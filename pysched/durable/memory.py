@@ -2,9 +2,14 @@
 
 It is the executable spec of the SQL stores (the same conformance tests run
 on all three) and what a DurableScheduler uses when given no store. Every
-method takes one lock, so each is atomic like a SQL transaction. O(1) per
-row written; ``rows()`` and ``claim()`` scan the table, O(n) (fine for the
-sizes it is meant for; the SQL stores use indexes).
+method takes one lock, so each is atomic like a SQL transaction.
+
+Claims come off a heap of pending rows keyed like the SQL stores' index,
+``(run_at, -priority, seq, task_id)``, with lazy deletion: an entry is live
+while its row is pending with that ``seq`` (every schedule gives a new one).
+A row that turns pending again (a released lease, a hand-back) is pushed
+again. So ``schedule`` is O(log n) and a claim O(k log n) amortised for k
+rows; ``rows()``, the heartbeat and the lease scans are O(n).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from heapq import heappop, heappush
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,6 +35,7 @@ class MemoryStore(Store):
         self._clock = clock
         self._lock = threading.Lock()
         self._rows: dict[str, dict[str, Any]] = {}
+        self._due: list[tuple[float, int, int, str]] = []  # (run_at, -priority, seq, task_id)
         self._seq = 0
         self._high: float | None = None
 
@@ -45,6 +52,7 @@ class MemoryStore(Store):
                 row.update(version=row["version"] + 1, state=PENDING, run_at=t.run_at,
                            priority=t.priority, ref=t.ref, args=t.args, attempts=0,
                            error=None, seq=self._seq, fmt=ROW_FORMAT)
+                self._push(row)
                 versions.append(row["version"])
         return versions
 
@@ -72,10 +80,22 @@ class MemoryStore(Store):
     def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
         with self._lock:
             now = self._clock()
-            due = sorted((r for r in self._rows.values()
-                          if r["state"] == PENDING and r["run_at"] <= threshold
-                          and not _live(r, now)),
-                         key=lambda r: (r["run_at"], -r["priority"], r["seq"]))[:limit]
+            heap = self._due
+            due, blocked, seen = [], [], set()
+            while heap and len(due) < limit:
+                entry = heap[0]
+                r = self._rows.get(entry[3])
+                if (r is None or r["state"] != PENDING or r["seq"] != entry[2]
+                        or entry[3] in seen):
+                    heappop(heap)  # stale (claimed, replaced, cancelled, finished) or a duplicate
+                elif entry[0] > threshold:
+                    break
+                else:
+                    heappop(heap)
+                    seen.add(entry[3])
+                    (blocked if _live(r, now) else due).append(r)
+            for r in blocked:  # an older version's lease: claimable once released
+                self._push(r)
             claims = []
             for r in due:
                 r["attempts"] += 1
@@ -98,6 +118,8 @@ class MemoryStore(Store):
                 if recorded:
                     row.update(state=o.state, error=o.error)
                 row.update(lease_owner=None, lease_token=None, lease_expires=None)
+                if row["state"] == PENDING:
+                    self._push(row)  # handed back, or a newer version freed by this release
                 results.append(recorded)
         return results
 
@@ -148,7 +170,14 @@ class MemoryStore(Store):
             if r["state"] == RUNNING:
                 r["state"] = PENDING
             r.update(lease_owner=None, lease_token=None, lease_expires=None)
+            if r["state"] == PENDING:
+                self._push(r)
         return [r["task_id"] for r in held]
+
+    def _push(self, row: dict[str, Any]) -> None:
+        """Put a pending row (back) on the claim heap. Lock held. A duplicate entry is harmless:
+        the first one popped claims the row, the other is then stale."""
+        heappush(self._due, (row["run_at"], -row["priority"], row["seq"], row["task_id"]))
 
     # Test hook: write a raw row, as a hostile or corrupted database would hold it.
     def _put_raw(self, **row: Any) -> None:
@@ -160,6 +189,8 @@ class MemoryStore(Store):
                     "lease_token": None, "lease_expires": None}
             base.update(row)
             self._rows[base["task_id"]] = base
+            if all(type(base[k]) in (int, float) for k in ("run_at", "priority", "seq")):
+                self._push(base)  # fields too broken to order stay off the heap: rows() finds them
 
 
 def _live(row: dict[str, Any], now: float) -> bool:
