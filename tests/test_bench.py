@@ -93,6 +93,7 @@ def test_json_has_the_promised_fields(tmp_path: Path, capsys: pytest.CaptureFixt
                 mine["ns_per_op"] / core[entry["workload"], entry["size"]])
         assert doc["speedups"]
     assert set(doc["growth"]) >= {"composite", "equal keys (FIFO)"} or not core_available()
+    assert "growth_reference_heapq" in doc
     assert doc["skipped"] == {}
 
 

@@ -4,7 +4,8 @@ Fields: ``machine`` (platform, CPU model, cores, Python and pysched versions,
 date: see machine.py), ``mode``, ``argv``, ``config`` (the sizes used),
 ``rows`` (every measured figure: see plan.py), ``speedups`` (derived from the
 rows: the core against each competitor), ``growth`` (the log-n check per
-workload) and ``skipped`` (sections left out, and why).
+workload), ``growth_reference_heapq`` (the same for heapq) and ``skipped``
+(sections left out, and why).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def speedups(rows: Sequence[Row]) -> list[dict[str, Any]]:
 def document(machine: Mapping[str, Any], mode: str, argv: Sequence[str],
              config: Mapping[str, Any], rows: Sequence[Row],
              growth: Mapping[str, GrowthCheck | None],
+             reference: Mapping[str, GrowthCheck | None],
              skipped: Mapping[str, str]) -> dict[str, Any]:
     """Everything a run found, as plain JSON-ready data."""
     return {
@@ -47,10 +49,15 @@ def document(machine: Mapping[str, Any], mode: str, argv: Sequence[str],
         "config": dict(config),
         "rows": list(rows),
         "speedups": speedups(rows),
-        "growth": {key: None if check is None else {**dataclasses.asdict(check), "ok": check.ok}
-                   for key, check in growth.items()},
+        "growth": _checks(growth),
+        "growth_reference_heapq": _checks(reference),
         "skipped": dict(skipped),
     }
+
+
+def _checks(checks: Mapping[str, GrowthCheck | None]) -> dict[str, Any]:
+    return {key: None if check is None else {**dataclasses.asdict(check), "ok": check.ok}
+            for key, check in checks.items()}
 
 
 def write(path: str | Path, doc: Mapping[str, Any]) -> None:
