@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import pysched
 from pysched import durable
 from pysched.durable import current_task
 
@@ -59,6 +60,15 @@ def hold(started: str, release: str, tag: Any = None) -> bool:
     with _calls_lock:
         CALLS.append((running.task_id, "end", tag))
     return running.cancel_requested
+
+
+@durable.task(name="wait-token")
+def wait_token(started: str) -> str | None:
+    """Set ``started``, then wait on the pool's cancel token; return its reason."""
+    token = pysched.current_token()
+    event(started).set()
+    assert token.wait(30), "the token was never set"
+    return token.reason
 
 
 @durable.task(name="close-self")

@@ -279,3 +279,12 @@ def _put_raw(store: Store, spec: dict[str, Any], **fields: Any) -> None:
 def test_lock_free_teardown_guard() -> None:
     """Every scheduler thread is a daemon and ends with close (no leaked non-daemon threads)."""
     assert all(t.daemon for t in threading.enumerate() if t.name.startswith("pysched-durable"))
+
+
+def test_cancel_sets_the_pool_token_of_a_running_task(make: Any) -> None:
+    """The worker pool is a ThreadPoolScheduler: pysched.current_token() works in a task."""
+    s = make()
+    f = s.schedule("a", s.clock(), 0, h.wait_token, args=["t-started"])
+    assert h.event("t-started").wait(30)
+    assert s.cancel("a")
+    assert f.result(30) == "cancelled"

@@ -16,7 +16,7 @@ row's monotonic deadline, only to know when to claim. Invariants:
   stored by a conditional update on the claim's token.
 
 Threads: a dispatcher (waits for the head, claims, hands runs to the
-executor), a housekeeper (stores outcomes in batches, heartbeats, requeues
+worker pool), a housekeeper (stores outcomes in batches, heartbeats, requeues
 expired leases, polls or resyncs) and, on PostgreSQL, a listener for
 NOTIFY. Lock order: ``_lock`` is never held across a user callable or a
 Future callback, and across one store call only (the write in
@@ -40,12 +40,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any
 
 from .._errors import SchedulerClosed
 from .._impl import Scheduler, Task
 from .._validate import check_capacity, check_priority, check_time
+from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._local import RunningTask, current_task
 from .errors import BadRow, UnknownTask
@@ -150,8 +151,12 @@ class DurableScheduler:
         if self.timebase.wall_jumped_back:
             log.warning("wall clock is behind the store's latest instant; using that instead")
         self._resync()
-        self._executor = executor or ThreadPoolExecutor(max_workers, "pysched-durable")
-        self._owns_executor = executor is None
+        # The pool runs claimed versions: a ThreadPoolScheduler keyed by lease
+        # token (so cancel() reaches a run's token, pysched.current_token()),
+        # or any Executor the caller passes.
+        self._pool: Executor = executor or ThreadPoolScheduler(
+            max_workers, thread_name_prefix="pysched-durable")
+        self._owns_pool = executor is None
         self._threads = [threading.Thread(target=self._dispatch, name="pysched-durable-dispatch",
                                           daemon=True),
                          threading.Thread(target=self._housekeep, name="pysched-durable-keeper",
@@ -225,9 +230,14 @@ class DurableScheduler:
         with self._lock:
             self._drop_local(task_id, version)
             cancelled = self._supersede(task_id, version)
+            tokens = []
             for running in self._inflight.values():
                 if running.task_id == task_id:
                     running.cancel_requested = True
+                    tokens.append(running.token)
+        if isinstance(self._pool, ThreadPoolScheduler):
+            for token in tokens:  # sets a running version's token; an unstarted one never starts
+                self._pool.cancel(token)
         for future in cancelled:
             Future.cancel(future)
         return True
@@ -370,7 +380,7 @@ class DurableScheduler:
     # -- threads ---------------------------------------------------------------------------
 
     def _dispatch(self) -> None:
-        """Wait for the local head; claim a batch; hand it to the executor."""
+        """Wait for the local head; claim a batch; hand it to the worker pool."""
         try:
             while True:
                 with self._lock:
@@ -385,8 +395,8 @@ class DurableScheduler:
                         self._wake.wait(self._poll if delay is None else min(delay, self._poll))
                 self._claim(popped, room)
         finally:
-            if self._owns_executor:
-                self._executor.shutdown(wait=False)
+            if self._owns_pool:  # its unstarted claims are cancelled: handed back
+                self._pool.close(wait=False)  # type: ignore[attr-defined]
             with self._lock:
                 self._dispatching = False
                 self._chores.notify_all()
@@ -430,16 +440,40 @@ class DurableScheduler:
             self._counts["claimed"] += len(claims)
             self._counts["reruns"] += sum(c.attempts > 1 for c in claims)
         for run in runs:
-            self._executor.submit(self._run, *run)
+            self._start(*run)
         won = {(c.task_id, c.version) for c in claims}
         lost = [e.task_id for e in popped if (e.task_id, e.version) not in won]
         if lost:
             self._guarded(lambda: self._sync(self.store.rows(lost)))
 
+    def _start(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
+        """Hand a claimed version to the pool; one that never starts is handed back."""
+        try:
+            if isinstance(self._pool, ThreadPoolScheduler):
+                handle = self._pool.schedule(claim.token, self._pool.clock(), claim.priority,
+                                             self._run, (running, claim, future))
+            else:
+                handle = self._pool.submit(self._run, running, claim, future)
+        except Exception:  # the pool is closing: the claim goes back unrun
+            self._unstarted(claim)
+            return
+        handle.add_done_callback(lambda h: h.cancelled() and self._unstarted(claim))
+
+    def _unstarted(self, claim: Claim) -> None:
+        """Queue the hand-back of a claim whose run never started (its pool task was cancelled)."""
+        with self._lock:
+            if self._inflight.pop(claim.token, None) is None:
+                return
+            outcome = Outcome(claim.token, claim.task_id, claim.version, PENDING, None)
+            self._outcomes.append((outcome, None, None))
+            self._chores.notify()
+            self._wake.notify()
+
     def _run(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Worker: run one claimed version (or hand it back when closing) and queue its outcome."""
         value: Any = None
-        error = None
+        # What the finally block records if fn raises a BaseException (SystemExit, ...).
+        state, error = FAILED, "interrupted by a BaseException"
         try:
             if self._state != OPEN:
                 state = PENDING
@@ -456,7 +490,7 @@ class DurableScheduler:
                     with _local.running(running):
                         try:
                             value = fn(*args, **kwargs)
-                            state = COMPLETED
+                            state, error = COMPLETED, None
                         except Exception as exc:  # noqa: BLE001 - recorded as the outcome
                             state, value, error = FAILED, exc, f"{type(exc).__name__}: {exc}"
         finally:
@@ -558,6 +592,8 @@ class DurableScheduler:
     def _shut_down(self) -> None:
         for thread in self._threads[2:]:
             thread.join()
+        if self._owns_pool:
+            self._pool.close(wait=True)  # type: ignore[attr-defined]
         if self._owns_store:
             self.store.close()
         with self._lock:
