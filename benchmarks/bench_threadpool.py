@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import sched
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -108,15 +109,17 @@ def lateness_pool(n: int = 10_000, span: float = 1.0, workers: int = 4,
     samples: list[float] = []
     record = samples.append
     monotonic = time.monotonic
+    done = threading.Event()
 
     def body(due: float) -> None:
         record(monotonic() - due)
+        if len(samples) == n:  # the caller sleeps until then, as asyncio's does
+            done.set()
 
     with ThreadPoolScheduler(workers, _core_factory=core) as pool:
-        futures = [pool.schedule(k, due, 0, body, (due,))
-                   for k, due in enumerate(_due_times(n, span, 0.2))]
-        for future in futures:
-            future.result()
+        for k, due in enumerate(_due_times(n, span, 0.2)):
+            pool.schedule(k, due, 0, body, (due,))
+        done.wait()
     return _percentiles(samples)
 
 

@@ -172,7 +172,7 @@ def test_cancelling_stops_the_series_between_runs(make_pool, clock, how):
 
 
 def test_cancelling_during_a_run_lets_it_finish_and_stops_the_series(make_pool, clock):
-    pool = make_pool()
+    pool = make_pool(1)  # one worker: the probe runs after the series' run has finished
     runs = Runs(clock, block_on=0)
     series = pool.schedule_every("tick", 1.0, 0, runs, start_at=1.0)
     clock.advance(1.0)
