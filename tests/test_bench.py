@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pysched.bench import __main__ as cli
-from pysched.bench import baselines, external, growth, plot, progress, scheduling
+from pysched.bench import baselines, external, growth, plot, progress, scheduling, targets
 from pysched.bench._timing import measure
 from pysched.bench.competitors import CORE, Competitor, core_available, drain_baseline
 from pysched.bench.workloads import WORKLOADS, Workload, run_order
@@ -94,6 +94,7 @@ def test_json_has_the_promised_fields(tmp_path: Path, capsys: pytest.CaptureFixt
         assert doc["speedups"]
     assert set(doc["growth"]) >= {"composite", "equal keys (FIFO)"} or not core_available()
     assert "growth_reference_heapq" in doc
+    assert len(doc["targets"]) == len(targets.TARGETS)
     assert doc["skipped"] == {}
 
 
@@ -308,3 +309,25 @@ def test_a_missing_section_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch
     code, out, _ = run_cli(["--sizes", "20,200", "--sections", "bounded", "--quiet"], capsys)
     assert code == 0
     assert "skipped:\n  bounded: needs a source checkout (benchmarks/bench_bounded_queue.py)" in out
+
+
+# --- the issues' targets --------------------------------------------------------------------
+
+
+def test_targets_are_read_at_the_named_size_only() -> None:
+    def row(competitor: str, ns: float, size: int = 10_000) -> dict[str, Any]:
+        return {"section": "scheduler", "workload": "composite", "size": size,
+                "competitor": competitor, "ns_per_op": ns}
+
+    composite_10k = targets.TARGETS[0]
+    assert composite_10k.verdict([row(CORE, 100.0), row("py", 450.0)]) == (4.5, True)
+    assert composite_10k.verdict([row(CORE, 100.0), row("py", 350.0)]) == (3.5, False)
+    assert composite_10k.verdict([row(CORE, 100.0, 1_000), row("py", 900.0, 1_000)]) == (
+        None, None)
+    memory = next(t for t in targets.TARGETS if "bytes" in t.text)
+    mem_row = {"section": "memory", "size": 1_000_000, "competitor": CORE, "bytes_per_task": 96}
+    assert memory.verdict([mem_row]) == (96.0, True)  # "at most": below the bound is met
+    assert memory.verdict([{**mem_row, "bytes_per_task": 121}]) == (121.0, False)
+    evaluated = targets.evaluate([row(CORE, 100.0), row("py", 450.0)])
+    assert [entry["ok"] for entry in evaluated].count(None) == len(targets.TARGETS) - 1
+    assert "MISSED" not in "\n".join(targets.lines(evaluated))

@@ -13,7 +13,19 @@ import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 
-from . import bounded, config, growth, machine, memory, plot, report, results, runtime, scheduling
+from . import (
+    bounded,
+    config,
+    growth,
+    machine,
+    memory,
+    plot,
+    report,
+    results,
+    runtime,
+    scheduling,
+    targets,
+)
 from .competitors import CORE, core_available
 from .external import Unavailable
 from .plan import Row, Step, run_steps
@@ -125,6 +137,7 @@ def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
                report.lateness_table(pick(runtime.SECTION, "lateness"))]
     if checks:
         blocks.append(report.growth_lines(checks, reference))
+    blocks.append(targets.lines(targets.evaluate(rows)))
     if skipped:
         blocks.append(["skipped:"] + [f"  {name}: {why}" for name, why in skipped.items()])
     return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"

@@ -4,7 +4,8 @@ Fields: ``machine`` (platform, CPU model, cores, Python and pysched versions,
 date: see machine.py), ``mode``, ``argv``, ``config`` (the sizes used),
 ``rows`` (every measured figure: see plan.py), ``speedups`` (derived from the
 rows: the core against each competitor), ``growth`` (the log-n check per
-workload), ``growth_reference_heapq`` (the same for heapq) and ``skipped``
+workload), ``growth_reference_heapq`` (the same for heapq), ``targets`` (the
+issues' figures against their bounds) and ``skipped``
 (sections left out, and why).
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import targets
 from .competitors import CORE
 from .growth import GrowthCheck
 from .plan import Row
@@ -51,6 +53,7 @@ def document(machine: Mapping[str, Any], mode: str, argv: Sequence[str],
         "speedups": speedups(rows),
         "growth": _checks(growth),
         "growth_reference_heapq": _checks(reference),
+        "targets": targets.evaluate(rows),
         "skipped": dict(skipped),
     }
 
