@@ -23,6 +23,7 @@ the store, not of a network.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -116,11 +117,12 @@ def stores(pg_url: str | None, tmp: str) -> dict[str, Callable[[], durable.Store
 def section_claim(args: argparse.Namespace, kinds: dict[str, Any]) -> None:
     print(f"\n## claim + finish throughput, {args.n:,} due rows, one claimer (tasks/s:"
           " min median max)")
-    print(f"{'in-memory core Scheduler':<28}{spread(repeat(lambda: core_rate(args.n), args.repeats))}")
+    core = repeat(lambda: core_rate(args.n), args.repeats)
+    print(f"{'in-memory core Scheduler':<28}{spread(core)}")
     for kind, open_store in kinds.items():
         for batch in (1, 16, 64, 256):
             n = min(args.n, 2_000) if batch == 1 else args.n  # batch 1 is slow on a durable disk
-            rates = repeat(lambda: claim_rate(open_store, n, batch), args.repeats)
+            rates = repeat(functools.partial(claim_rate, open_store, n, batch), args.repeats)
             print(f"{kind + ' batch ' + str(batch):<28}{spread(rates)}"
                   + ("" if n == args.n else f"   (n={n:,})"))
 
@@ -128,7 +130,8 @@ def section_claim(args: argparse.Namespace, kinds: dict[str, Any]) -> None:
 def section_e2e(args: argparse.Namespace, kinds: dict[str, Any]) -> None:
     print(f"\n## end to end: {args.n:,} due no-op tasks, DurableScheduler, 4 workers (tasks/s)")
     for kind, open_store in kinds.items():
-        print(f"{kind:<28}{spread(repeat(lambda: e2e_rate(open_store, args.n), args.repeats))}")
+        rates = repeat(functools.partial(e2e_rate, open_store, args.n), args.repeats)
+        print(f"{kind:<28}{spread(rates)}")
 
 
 def section_share(args: argparse.Namespace, pg_url: str, tmp: str) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import threading
-from concurrent.futures import CancelledError
 from typing import Any
 
 import durable_helpers as h
@@ -60,7 +59,8 @@ def test_runs_with_args_and_reports_results_and_errors(make: Any) -> None:
 def test_order_is_time_then_priority_then_fifo(make: Any) -> None:
     s = make(max_workers=1, prefetch=0)
     past = s.clock() - 10
-    futures = s.schedule_many([("low", past, 0, h.note, ["low"]), ("high", past, 9, h.note, ["high"]),
+    futures = s.schedule_many([("low", past, 0, h.note, ["low"]),
+                               ("high", past, 9, h.note, ["high"]),
                                ("low2", past, 0, h.note, ["low2"]),
                                ("first", past - 1, -5, h.note, ["first"])])
     for f in futures:
@@ -217,7 +217,8 @@ def test_hostile_rows_get_an_error_and_the_rest_run(make: Any, store_spec: dict[
     assert s.stats()["errors"] == len(rows)
 
 
-def test_rows_with_impossible_fields_are_marked_at_sync(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_rows_with_impossible_fields_are_marked_at_sync(
+        make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
     if store_spec["kind"] == "postgres":
         pytest.skip("PostgreSQL's column types refuse these values at insert")
     s = make(resync_interval=0.05)  # the memory store has no other way to see a raw write
@@ -248,7 +249,8 @@ def test_schedules_from_another_scheduler_are_seen(make: Any, store_spec: dict[s
     assert sorted(c[1] for c in h.CALLS) == list(range(20))  # exactly once each
 
 
-def test_three_schedulers_share_one_schedule_without_duplicates(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_three_schedulers_share_one_schedule_without_duplicates(
+        make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
     if store_spec["kind"] == "memory":
         pytest.skip("a memory store is one process's")
     nodes = [make(max_workers=2, prefetch=4) for _ in range(3)]

@@ -84,7 +84,8 @@ def test_finish_records_only_for_the_claim_that_holds_the_version(store: Store) 
     store.schedule([new("a"), new("b"), new("c")])
     a, b, c = store.claim(1e9, 10, "w", LIVE)
     store.cancel("b")  # b's running version is superseded
-    assert store.finish([done(a), done(b), done(c, "failed", "ValueError: x")]) == [True, False, True]
+    outcomes = [done(a), done(b), done(c, "failed", "ValueError: x")]
+    assert store.finish(outcomes) == [True, False, True]
     assert store.get("a")["state"] == "completed"
     assert store.get("b")["state"] == "cancelled" and store.get("b")["lease_token"] is None
     assert store.get("c")["state"] == "failed" and store.get("c")["error"] == "ValueError: x"
@@ -185,3 +186,11 @@ def test_concurrent_claimers_take_disjoint_rows(store_spec: dict[str, Any]) -> N
     assert len(claimed) == len(set(claimed)) == 400  # each row exactly once, none left
     assert seed.counts() == {"completed": 400}
     seed.close()
+
+
+def test_held_by_lists_the_leases_of_an_owner(store: Store) -> None:
+    store.schedule([new("a"), new("b"), new("c")])
+    store.claim(1e9, 2, "w1", LIVE)
+    store.claim(1e9, 1, "w2", LIVE)
+    assert sorted(store.held_by("w1")) == ["a", "b"] and store.held_by("w2") == ["c"]
+    assert store.held_by("nobody") == []

@@ -7,6 +7,7 @@ store keeps a list of them to close them all in ``close()``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable
@@ -68,7 +69,6 @@ class ThreadConnections(Generic[C]):
             self._closed = True
             conns, self._all = self._all, []
         for conn in conns:
-            try:
+            # Closing a broken connection must not stop the rest.
+            with contextlib.suppress(Exception):
                 self._close(conn)
-            except Exception:  # noqa: BLE001 - closing a broken connection must not stop the rest
-                pass

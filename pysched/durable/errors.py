@@ -15,7 +15,7 @@ class DurableError(Exception):
 
 
 class NotDurable(DurableError, TypeError):
-    """Work that cannot survive a restart: a lambda, a nested function, or arguments that are not JSON."""
+    """Work that cannot survive a restart: a lambda, a nested function, args that are not JSON."""
 
 
 class UnknownTask(DurableError, LookupError):

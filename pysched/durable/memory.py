@@ -17,12 +17,21 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from heapq import heappop, heappush
 from collections.abc import Callable, Sequence
+from heapq import heappop, heappush
 from typing import Any
 
 from .store import (
-    CANCELLED, ERROR, PENDING, ROW_FORMAT, RUNNING, Claim, NewTask, Outcome, Row, Store,
+    CANCELLED,
+    ERROR,
+    PENDING,
+    ROW_FORMAT,
+    RUNNING,
+    Claim,
+    NewTask,
+    Outcome,
+    Row,
+    Store,
 )
 
 __all__ = ["MemoryStore"]
@@ -140,6 +149,10 @@ class MemoryStore(Store):
     def release_owner(self, owner: str) -> list[str]:
         with self._lock:
             return self._release([r for r in self._rows.values() if r["lease_owner"] == owner])
+
+    def held_by(self, owner: str) -> list[str]:
+        with self._lock:
+            return [i for i, r in self._rows.items() if r["lease_owner"] == owner]
 
     def mark_error(self, task_id: str, version: int, message: str) -> bool:
         with self._lock:

@@ -200,6 +200,10 @@ class PostgresStore(Store):
                 self._notify(db, ids)
         return ids
 
+    def held_by(self, owner: str) -> list[str]:
+        return [r[0] for r in self._conns.get().execute(
+            f"SELECT task_id FROM {self.table} WHERE lease_owner = %s", (owner,)).fetchall()]
+
     def mark_error(self, task_id: str, version: int, message: str) -> bool:
         return self._conns.get().execute(
             f"UPDATE {self.table} SET state = 'error', error = %s WHERE task_id = %s"
@@ -208,7 +212,7 @@ class PostgresStore(Store):
     def get(self, task_id: str) -> dict[str, Any] | None:
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = %s",
                                         (task_id,)).fetchone()
-        return None if row is None else dict(zip(_COLUMNS.split(", "), row))
+        return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))
 
     def counts(self) -> dict[str, int]:
         return dict(self._conns.get().execute(

@@ -174,7 +174,8 @@ def _why_not_durable(fn: Any) -> str:
     if getattr(fn, "__name__", None) == "<lambda>":
         return "fn is a lambda: a durable schedule stores work by name, and a lambda has none"
     if "<locals>" in qualname:
-        return f"fn {qualname} is defined inside a function: it cannot be found by name after a restart"
+        return (f"fn {qualname} is defined inside a function: it cannot be found by name"
+                " after a restart")
     if getattr(fn, "__module__", None) == "__main__":
         return f"fn {qualname} lives in __main__, which a worker process cannot import by name"
     return f"fn {fn!r} cannot be found again by an importable name"

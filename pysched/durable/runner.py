@@ -33,6 +33,7 @@ with SchedulerClosed: their rows stay in the store for the next start).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -52,8 +53,19 @@ from ._local import RunningTask, current_task
 from .errors import BadRow, UnknownTask
 from .registry import REGISTRY, TaskRegistry
 from .store import (
-    COMPLETED, ERROR, FAILED, FINAL_STATES, PENDING, Claim, NewTask, Outcome, Row, Store,
-    check_claim, check_fields, encode_args,
+    COMPLETED,
+    ERROR,
+    FAILED,
+    FINAL_STATES,
+    PENDING,
+    Claim,
+    NewTask,
+    Outcome,
+    Row,
+    Store,
+    check_claim,
+    check_fields,
+    encode_args,
 )
 from .stores import open_store
 from .timebase import Timebase
@@ -88,7 +100,7 @@ class DurableFuture(Future):  # type: ignore[type-arg]
 
 
 class DurableTaskFailed(Exception):
-    """A version failed (or its row was unusable) in another process; the text is the stored error."""
+    """A version failed (or its row was unusable) in another process."""
 
 
 class DurableScheduler:
@@ -176,7 +188,7 @@ class DurableScheduler:
 
     def schedule(self, task_id: str, run_at: float, priority: int, fn: Callable[..., Any], *,
                  args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> DurableFuture:
-        """Store ``fn(*args, **kwargs)`` due at ``run_at`` (on ``clock``) as the newest version of ``task_id``.
+        """Store ``fn(*args, **kwargs)`` due at ``run_at`` (on ``clock``) as a new version.
 
         ``fn`` must be a registered task or an allowed module-level function
         (NotDurable otherwise, for lambdas too); args must be JSON. Returns
@@ -185,7 +197,7 @@ class DurableScheduler:
         return self.schedule_many([(task_id, run_at, priority, fn, args, kwargs)])[0]
 
     def schedule_many(self, items: Iterable[Sequence[Any]]) -> list[DurableFuture]:
-        """``schedule`` for many ``(task_id, run_at, priority, fn[, args[, kwargs]])`` in one transaction.
+        """``schedule`` many ``(task_id, run_at, priority, fn[, args[, kwargs]])`` at once.
 
         All are checked before any is stored: one bad item stores none.
         """
@@ -193,18 +205,19 @@ class DurableScheduler:
         for item in items:
             task_id, run_at, priority, fn, *rest = item
             if not isinstance(task_id, str):
-                raise TypeError(f"task_id must be a str in a durable schedule, not {type(task_id).__name__}")
+                raise TypeError("task_id must be a str in a durable schedule,"
+                                f" not {type(task_id).__name__}")
             run_at = check_time(run_at, "run_at")
+            args = encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)
             new.append(NewTask(task_id, self.timebase.to_wall(run_at), check_priority(priority),
-                               self.registry.reference(fn),
-                               encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)))
+                               self.registry.reference(fn), args))
         futures, cancelled = [], []
         with self._lock:
             self._check_open()
             # The one store call made under _lock: otherwise the dispatcher
             # could claim, run and finish a version before its Future exists.
             versions = self.store.schedule(new)
-            for task, version in zip(new, versions):
+            for task, version in zip(new, versions, strict=True):
                 self._put_local(task.task_id, version, task.run_at, task.priority)
                 cancelled += self._supersede(task.task_id, version)
                 future = DurableFuture(self, task.task_id, version)
@@ -521,7 +534,7 @@ class DurableScheduler:
                 done = not batch and self._drained()
                 busy = bool(self._inflight)
             if batch:
-                self._guarded(lambda: self._store_outcomes(batch))
+                self._guarded(functools.partial(self._store_outcomes, batch))
             now = time.monotonic()
             if now >= beat:
                 beat = now + self._beat
@@ -555,13 +568,13 @@ class DurableScheduler:
         recorded = self.store.finish([o for o, _, _ in batch])
         lost = []
         with self._lock:
-            for (outcome, _, _), ok in zip(batch, recorded):
+            for (outcome, _, _), ok in zip(batch, recorded, strict=True):
                 key = {PENDING: "handed_back", COMPLETED: "completed", FAILED: "failed",
                        ERROR: "errors"}[outcome.state]
                 self._counts[key if ok else "not_recorded"] += 1
                 if not ok:
                     lost.append(outcome.task_id)
-        for (outcome, future, value), ok in zip(batch, recorded):
+        for outcome, future, value in batch:
             if future is None or future.done() or outcome.state == PENDING:
                 continue
             if outcome.state == COMPLETED:

@@ -183,6 +183,10 @@ class SQLiteStore(Store):
                 self._bump_changes(db)
         return ids
 
+    def held_by(self, owner: str) -> list[str]:
+        return [r[0] for r in self._conns.get().execute(
+            f"SELECT task_id FROM {self.table} WHERE lease_owner = ?", (owner,)).fetchall()]
+
     def mark_error(self, task_id: str, version: int, message: str) -> bool:
         with self._write() as db:
             return db.execute(f"UPDATE {self.table} SET state = 'error', error = ?"
@@ -192,7 +196,7 @@ class SQLiteStore(Store):
     def get(self, task_id: str) -> dict[str, Any] | None:
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = ?",
                                         (task_id,)).fetchone()
-        return None if row is None else dict(zip(_COLUMNS.split(", "), row))
+        return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))
 
     def counts(self) -> dict[str, int]:
         return dict(self._conns.get().execute(

@@ -210,6 +210,10 @@ class Store(ABC):
         """Release every lease of ``owner`` at once (it restarted, so it runs none of them)."""
 
     @abstractmethod
+    def held_by(self, owner: str) -> list[str]:
+        """The task ids whose lease ``owner`` holds (what a takeover will re-run if it died)."""
+
+    @abstractmethod
     def mark_error(self, task_id: str, version: int, message: str) -> bool:
         """Move a pending row of this version to state error with ``message``."""
 
@@ -237,7 +241,7 @@ class Store(ABC):
         """
         raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a store without connections has nothing to do
         """Release connections; the store cannot be used afterwards. Idempotent."""
 
     def __enter__(self) -> Store:

@@ -98,8 +98,8 @@ def populate(store: Store, n: int, spread: float, rounds: int, seed: int) -> Pla
             second.append(NewTask(task_id, now + rng.uniform(0, spread), 0, "record", args(1)))
             plan.forbidden.add((task_id, 0))
             plan.final[task_id] = 1
-    store.schedule(first)
-    store.schedule(second)
+    # One transaction: a replaced first version is never visible, so it can never run.
+    store.schedule(first + second)
     rng.shuffle(parked)
     plan.later = [parked[k::rounds] for k in range(rounds)] if rounds else [parked]
     return plan
@@ -220,11 +220,13 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
     plan = populate(store, n, spread, 1, seed)
     apply_round(store, plan, 0, spread)  # every parked task moves or is cancelled up front
     killed_at = math.inf
+    held: set[str] = set()
     if kill_at is not None:
         while sum(1 for r in read_log(log) if r[0] == "E") < kill_at * n:
             time.sleep(0.01)
         kill(running[0])
         killed_at = time.time()
+        held = set(store.held_by(owners[0]))  # frozen now: the dead cannot release anything
     for proc in running[1:] if kill_at is not None else running:
         assert reap(proc) == 0
     elapsed = time.monotonic() - started
@@ -238,18 +240,21 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
     for kind, task_id, tag, attempt, owner, at in runs:
         if kind == "S":
             by_task.setdefault((task_id, tag), []).append((at, owner, attempt))
-    live_duplicates = takeovers = 0
+    live_duplicates = 0
     for starts in by_task.values():
         starts.sort()
-        for (_, owner1, attempt1), (at2, _, attempt2) in zip(starts, starts[1:]):
+        for (_, owner1, attempt1), (at2, _, attempt2) in zip(starts, starts[1:], strict=False):
             if owner1 != owners[0] or at2 < killed_at - heartbeat + lease - 0.05 \
                     or attempt2 <= attempt1:
                 live_duplicates += 1
-            else:
-                takeovers += 1
+    # Takeovers: the versions the killed node held, each run again by a survivor on a
+    # later claim (attempt >= 2), never before its lease could have expired.
+    taken = {(r[1], r[2]) for r in runs if r[0] == "S" and r[1] in held and r[4] != owners[0]
+             and r[3] >= 2 and r[5] >= killed_at - heartbeat + lease - 0.05}
     first = min(r[5] for r in runs)
     last = max(r[5] for r in runs if r[0] == "E")
+    rate = round(len(plan.final) / (last - first))
     return {**figures, "procs": procs, "tasks": n, "live_duplicates": live_duplicates,
-            "takeover_runs": takeovers, "killed": owners[0],
+            "held_at_kill": len(held), "taken_over": len(taken), "killed": owners[0],
             "runs_by_owner": {o: sum(1 for r in runs if r[0] == "E" and r[4] == o) for o in owners},
-            "seconds": round(elapsed, 2), "tasks_per_s_run_window": round(len(plan.final) / (last - first))}
+            "seconds": round(elapsed, 2), "tasks_per_s_run_window": rate}
