@@ -20,12 +20,23 @@ from .errors import BadRow, DurableError, NotDurable, UnknownTask
 from .memory import MemoryStore
 from .registry import REGISTRY, TaskRegistry, task
 from .runner import DurableFuture, DurableScheduler, DurableTaskFailed, current_task
+from .sqlite import SQLiteStore
 from .store import Claim, NewTask, Outcome, Row, Store
 from .stores import open_store
 from .timebase import Timebase
 
 __all__ = [
     "REGISTRY", "BadRow", "Claim", "DurableError", "DurableFuture", "DurableScheduler",
-    "DurableTaskFailed", "MemoryStore", "NewTask", "NotDurable", "Outcome", "Row", "Store",
-    "TaskRegistry", "Timebase", "UnknownTask", "current_task", "open_store", "task",
+    "DurableTaskFailed", "MemoryStore", "NewTask", "NotDurable", "Outcome", "PostgresStore",
+    "Row", "SQLiteStore", "Store", "TaskRegistry", "Timebase", "UnknownTask", "current_task",
+    "open_store", "task",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``PostgresStore`` is imported on first use: psycopg is an optional dependency."""
+    if name == "PostgresStore":
+        from .postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -90,7 +90,9 @@ class MemoryStore(Store):
         with self._lock:
             now = self._clock()
             heap = self._due
-            due, blocked, seen = [], [], set()
+            due: list[dict[str, Any]] = []
+            blocked: list[dict[str, Any]] = []
+            seen: set[str] = set()
             while heap and len(due) < limit:
                 entry = heap[0]
                 r = self._rows.get(entry[3])
@@ -201,7 +203,7 @@ class MemoryStore(Store):
                     "seq": self._seq, "fmt": ROW_FORMAT, "lease_owner": None,
                     "lease_token": None, "lease_expires": None}
             base.update(row)
-            self._rows[base["task_id"]] = base
+            self._rows[str(base["task_id"])] = base
             if all(type(base[k]) in (int, float) for k in ("run_at", "priority", "seq")):
                 self._push(base)  # fields too broken to order stay off the heap: rows() finds them
 

@@ -461,6 +461,7 @@ class DurableScheduler:
 
     def _start(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Hand a claimed version to the pool; one that never starts is handed back."""
+        handle: Future[Any]
         try:
             if isinstance(self._pool, ThreadPoolScheduler):
                 handle = self._pool.schedule(claim.token, self._pool.clock(), claim.priority,
@@ -470,7 +471,11 @@ class DurableScheduler:
         except Exception:  # the pool is closing: the claim goes back unrun
             self._unstarted(claim)
             return
-        handle.add_done_callback(lambda h: h.cancelled() and self._unstarted(claim))
+        def started_or_not(done: Future[Any]) -> None:
+            if done.cancelled():  # closed or cancelled before it started
+                self._unstarted(claim)
+
+        handle.add_done_callback(started_or_not)
 
     def _unstarted(self, claim: Claim) -> None:
         """Queue the hand-back of a claim whose run never started (its pool task was cancelled)."""
@@ -486,7 +491,8 @@ class DurableScheduler:
         """Worker: run one claimed version (or hand it back when closing) and queue its outcome."""
         value: Any = None
         # What the finally block records if fn raises a BaseException (SystemExit, ...).
-        state, error = FAILED, "interrupted by a BaseException"
+        state: str = FAILED
+        error: str | None = "interrupted by a BaseException"
         try:
             if self._state != OPEN:
                 state = PENDING

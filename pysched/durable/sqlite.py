@@ -213,7 +213,8 @@ class SQLiteStore(Store):
     def changed(self) -> bool:
         (value,) = self._conns.get().execute(
             f"SELECT value FROM {self.table}_meta WHERE key = 'changes'").fetchone()
-        changed, self._seen_changes = value != self._seen_changes, value
+        changed = bool(value != self._seen_changes)
+        self._seen_changes = value
         return changed
 
     def close(self) -> None:
