@@ -1,0 +1,109 @@
+"""Turn fuzzer bytes into operations for tests/fuzz/differential.py.
+
+The same bytes always decode to the same operations, so a saved input (the
+corpus in tests/fuzz/corpus/) replays exactly. Values come mostly from the
+pools in values.py (good and bad ones), sometimes straight from the bytes
+(any double, any 64/72-bit integer), so both hand-picked edge cases and
+arbitrary values reach the core.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from .values import EXCEPTIONS, FNS, IDS, PRIORITIES, TIMES
+
+MAX_OPS = 400  # keeps one input fast; longer histories come from bursts
+
+
+class Reader:
+    """Consume bytes as small integers; past the end every read is 0."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def left(self) -> int:
+        return len(self.data) - self.pos
+
+    def byte(self) -> int:
+        if self.pos >= len(self.data):
+            return 0
+        self.pos += 1
+        return self.data[self.pos - 1]
+
+    def take(self, n: int) -> bytes:
+        chunk = self.data[self.pos:self.pos + n].ljust(n, b"\0")
+        self.pos += n
+        return chunk
+
+    def pick(self, pool: list) -> object:
+        return pool[self.byte() % len(pool)]
+
+
+def _task_id(r: Reader) -> object:
+    b = r.byte()
+    if b == 255:
+        return float("nan")  # a fresh nan: never equal to any id, itself included
+    if b >= 240:
+        return ("int", r.byte())  # a wider pool of plain ids
+    return IDS[b % len(IDS)]
+
+
+def _time(r: Reader) -> object:
+    b = r.byte()
+    if b >= 224:
+        return struct.unpack("<d", r.take(8))[0]  # any double, nan and inf included
+    return TIMES[b % len(TIMES)]
+
+
+def _priority(r: Reader) -> object:
+    b = r.byte()
+    if b >= 224:
+        return int.from_bytes(r.take(9), "little", signed=True)  # up to 72 bits: overflows too
+    return PRIORITIES[b % len(PRIORITIES)]
+
+
+def operations(data: bytes) -> Iterator[tuple]:
+    """The operations that ``data`` encodes."""
+    r = Reader(data)
+    count = 0
+    while r.left() > 0 and count < MAX_OPS:
+        count += 1
+        kind = r.byte() % 16
+        if kind <= 4:
+            yield ("schedule", _task_id(r), _time(r), _priority(r), r.pick(FNS))
+        elif kind <= 6:
+            yield ("cancel", _task_id(r))
+        elif kind == 7:
+            yield ("state", _task_id(r))
+        elif kind <= 9:
+            yield ("next", None if r.byte() % 4 == 0 else _time(r))
+        elif kind == 10:
+            yield ("set_clock", _time(r))
+        elif kind == 11:
+            yield ("complete", r.byte())
+        elif kind == 12:
+            yield ("fail", r.byte(), r.pick(EXCEPTIONS))
+        elif kind == 13:
+            bad = r.pick([None, "task", 1, _Fake()])
+            yield ("complete_bad", bad) if r.byte() % 2 else ("fail_bad", bad, r.pick(EXCEPTIONS))
+        elif kind == 14:
+            yield ("burst", r.byte() % 130, r.byte(), _time(r))
+        else:
+            which = r.byte() % 3
+            if which == 0:
+                yield ("cancel_burst", r.byte() % 130, r.byte())
+            elif which == 1:
+                yield ("foreign",)
+            else:
+                yield ("drain", _time(r))
+
+
+class _Fake:
+    """Looks like a task, but is not one."""
+
+    task_id = "a"
+    version = 1
+    state = "running"

@@ -1,0 +1,44 @@
+"""Coverage-guided differential fuzzing of the core Scheduler with atheris.
+
+Each input decodes (tests/fuzz/decode.py) to a sequence of operations, run on
+the compiled core and the pure twin side by side (tests/fuzz/differential.py):
+no crash, no hang, ``_check()`` after every step, identical outcomes. The pure
+twin, the validators and the harness are instrumented, so the twin's branches
+(which mirror the core's) guide the search.
+
+    pip install atheris
+    cd tests && python -m fuzz.fuzz_core fuzz/corpus -max_total_time=600 -timeout=10
+
+Extra arguments go to libFuzzer. Build the core first (in place, or with
+PYSCHED_DEBUG_BUILD=1 so that an index out of range raises instead of reading
+past an array). A failing input is written as ``crash-*``: replay it with
+``python -m fuzz.fuzz_core crash-...`` and, once fixed, move it into
+fuzz/corpus/ so that tests/test_fuzz_core.py replays it in every run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import atheris
+
+with atheris.instrument_imports(include=["pysched", "fuzz"]):
+    import pysched._scheduler_py as pure
+
+    from .decode import operations
+    from .differential import run_differential
+
+import pysched._core as compiled  # noqa: E402  # compiled: nothing to instrument
+
+
+def test_one_input(data: bytes) -> None:
+    run_differential(compiled, pure, list(operations(data)))
+
+
+def main() -> None:
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
