@@ -45,8 +45,8 @@ def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
 def test_runs_with_args_and_reports_results_and_errors(make: Any) -> None:
     s = make(max_workers=2)
     now = s.clock()
-    ok = s.schedule("a", now, 0, h.note, args=[1, "x"], kwargs={})
-    bad = s.schedule("b", now, 0, h.fail, args=["broken"])
+    ok = s.schedule("a", now, 0, h.note, [1, "x"], {})
+    bad = s.schedule_in("b", 0.0, 0, h.fail, args=["broken"])
     assert ok.result(30) == 1
     with pytest.raises(ValueError, match="broken"):
         bad.result(30)
@@ -142,6 +142,8 @@ def test_work_that_cannot_be_stored_is_refused_and_nothing_is_written(make: Any)
         s.schedule(7, 0, 0, h.note)
     with pytest.raises(ValueError, match="run_at must be finite"):
         s.schedule("a", math.inf, 0, h.note)
+    with pytest.raises(ValueError, match="delay must be >= 0"):
+        s.schedule_in("a", -1.0, 0, h.note)
     with pytest.raises(TypeError, match="priority"):
         s.schedule("a", 0, 1.5, h.note)
     with pytest.raises(TypeError):  # one bad item stores none of the batch
@@ -152,9 +154,9 @@ def test_work_that_cannot_be_stored_is_refused_and_nothing_is_written(make: Any)
 def test_close_keeps_pending_rows_and_fails_their_futures(make: Any) -> None:
     s = make()
     f = s.schedule("later", s.clock() + 3600, 0, h.note)
-    s.close()
-    s.close()  # idempotent
-    assert s.closed
+    assert s.close() is True
+    assert s.close() is True  # idempotent
+    assert s.closed and s.state == "closed"
     with pytest.raises(SchedulerClosed):
         f.result(0)
     with pytest.raises(SchedulerClosed):

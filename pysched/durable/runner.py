@@ -186,7 +186,7 @@ class DurableScheduler:
         """The monotonic clock that ``run_at`` is measured on."""
         return self._clock
 
-    def schedule(self, task_id: str, run_at: float, priority: int, fn: Callable[..., Any], *,
+    def schedule(self, task_id: str, run_at: float, priority: int, fn: Callable[..., Any],
                  args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> DurableFuture:
         """Store ``fn(*args, **kwargs)`` due at ``run_at`` (on ``clock``) as a new version.
 
@@ -195,6 +195,15 @@ class DurableScheduler:
         the Future of the new version. One store transaction, O(log n) here.
         """
         return self.schedule_many([(task_id, run_at, priority, fn, args, kwargs)])[0]
+
+    def schedule_in(self, task_id: str, delay: float, priority: int, fn: Callable[..., Any],
+                    args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+                    ) -> DurableFuture:
+        """``schedule()`` at ``delay`` (>= 0) seconds from now, as on ThreadPoolScheduler."""
+        delay = check_time(delay, "delay")
+        if delay < 0:
+            raise ValueError(f"delay must be >= 0, got {delay!r}")
+        return self.schedule(task_id, self._clock() + delay, priority, fn, args, kwargs)
 
     def schedule_many(self, items: Iterable[Sequence[Any]]) -> list[DurableFuture]:
         """``schedule`` many ``(task_id, run_at, priority, fn[, args[, kwargs]])`` at once.
@@ -265,12 +274,12 @@ class DurableScheduler:
             return {"owner": self.owner, "state": self._state, "local_pending": len(self._local),
                     "inflight": len(self._inflight), **self._counts}
 
-    def close(self, wait: bool = True, timeout: float | None = None) -> None:
+    def close(self, wait: bool = True, timeout: float | None = None) -> bool:
         """Stop claiming; hand back unstarted claims; let running versions finish.
 
         Pending rows stay in the store. With ``wait``, returns once closed (or
         after ``timeout``); from inside one of its own tasks it never waits.
-        Idempotent.
+        Returns whether it is closed. Idempotent.
         """
         with self._lock:
             if self._state == OPEN:
@@ -278,18 +287,24 @@ class DurableScheduler:
                 self._wake.notify_all()
                 self._chores.notify_all()
             if not wait or _local.inside(self):
-                return
+                return self._state == CLOSED
             deadline = None if timeout is None else time.monotonic() + timeout
             while self._state != CLOSED:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
-                    return
+                    return False
                 self._chores.wait(left)
+            return True
 
     @property
     def closed(self) -> bool:
         """True once close() has finished."""
         return self._state == CLOSED
+
+    @property
+    def state(self) -> str:
+        """open, closing or closed."""
+        return self._state
 
     def __enter__(self) -> DurableScheduler:
         return self

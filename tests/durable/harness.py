@@ -13,12 +13,12 @@ Used by tests/test_durable_crash.py and benchmarks/bench_durable.py.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,11 +116,14 @@ def apply_round(store: Store, plan: Plan, k: int, window: float) -> None:
 
 
 def start_worker(target: str, table: str, owner: str, log: str, *, lease: float,
-                 workers: int = 4, prefetch: int = 4, pause: float = 0.002,
-                 exit_when_done: bool = False, wait: bool = True) -> subprocess.Popen[str]:
+                 heartbeat: float | None = None, workers: int = 4, prefetch: int = 4,
+                 pause: float = 0.002, exit_when_done: bool = False,
+                 wait: bool = True) -> subprocess.Popen[str]:
     """Start a worker process; with ``wait``, wait until its scheduler is up."""
     cmd = [sys.executable, str(WORKER), target, table, owner, log, "--lease", str(lease),
            "--workers", str(workers), "--prefetch", str(prefetch), "--pause", str(pause)]
+    if heartbeat is not None:
+        cmd += ["--heartbeat", str(heartbeat)]
     if exit_when_done:
         cmd.append("--exit-when-done")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -148,6 +151,19 @@ def reap(proc: subprocess.Popen[str], timeout: float = 600) -> int:
     assert proc.stdout is not None
     proc.stdout.close()
     return code
+
+
+def wait_for_ends(path: str, count: float) -> None:
+    """Wait until the log holds ``count`` ends, reading only what was appended (cheap:
+    the driver shares the CPUs with the workers and must not fall behind them)."""
+    seen = 0
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read()
+            seen += chunk.count(b"E ")  # "E " starts only end lines: ids and owners have no "E "
+            if seen >= count:
+                return
+            time.sleep(0.002)
 
 
 def read_log(path: str) -> list[tuple[str, str, int, int, str, float]]:
@@ -214,47 +230,57 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
     owners = [f"node-{k}" for k in range(procs)]
     # Every worker is up, on an empty table, before the first task is scheduled.
     running = [wait_ready(start_worker(target, table, o, log, lease=lease, workers=workers,
-                                       prefetch=prefetch, exit_when_done=True, wait=False))
+                                       prefetch=prefetch, exit_when_done=True, wait=False,
+                                       heartbeat=heartbeat))
                for o in owners]
+    # The leases the killed node held, frozen at its death: task id -> lease expiry.
+    frozen: dict[str, float] = {}
+
+    def kill_first() -> None:
+        wait_for_ends(log, kill_at * n)  # type: ignore[operator]
+        kill(running[0])
+        for task_id in store.held_by(owners[0]):  # the dead release nothing any more
+            row = store.get(task_id)
+            assert row is not None
+            frozen[task_id] = row["lease_expires"]
+
+    killer = threading.Thread(target=kill_first) if kill_at is not None else None
+    if killer is not None:  # watches from the start: the driver's writes below take a while
+        killer.start()
     started = time.monotonic()
     plan = populate(store, n, spread, 1, seed)
     apply_round(store, plan, 0, spread)  # every parked task moves or is cancelled up front
-    killed_at = math.inf
-    held: set[str] = set()
-    if kill_at is not None:
-        while sum(1 for r in read_log(log) if r[0] == "E") < kill_at * n:
-            time.sleep(0.01)
-        kill(running[0])
-        killed_at = time.time()
-        held = set(store.held_by(owners[0]))  # frozen now: the dead cannot release anything
-    for proc in running[1:] if kill_at is not None else running:
+    if killer is not None:
+        killer.join()
+    for proc in running[1:] if killer is not None else running:
         assert reap(proc) == 0
     elapsed = time.monotonic() - started
     runs = read_log(log)
     figures = check(plan, runs, store)
     store.close()
-    # A later run of a version is legal only after the earlier run's lease can have
-    # expired: the earlier owner was killed, and its last heartbeat left its lease
-    # live until at least killed_at - heartbeat + lease.
+    # A second start of a version is legal only as a takeover: the first run was the
+    # killed node's, the version was among the leases it held, the second run is a
+    # later claim, and it started after that frozen lease had expired (the store's
+    # clock and the log's are this machine's).
     by_task: dict[tuple[str, int], list[tuple[float, str, int]]] = {}
     for kind, task_id, tag, attempt, owner, at in runs:
         if kind == "S":
             by_task.setdefault((task_id, tag), []).append((at, owner, attempt))
     live_duplicates = 0
-    for starts in by_task.values():
+    for (task_id, _), starts in by_task.items():
         starts.sort()
         for (_, owner1, attempt1), (at2, _, attempt2) in zip(starts, starts[1:], strict=False):
-            if owner1 != owners[0] or at2 < killed_at - heartbeat + lease - 0.05 \
-                    or attempt2 <= attempt1:
+            if (owner1 != owners[0] or task_id not in frozen or at2 < frozen[task_id]
+                    or attempt2 <= attempt1):
                 live_duplicates += 1
-    # Takeovers: the versions the killed node held, each run again by a survivor on a
-    # later claim (attempt >= 2), never before its lease could have expired.
-    taken = {(r[1], r[2]) for r in runs if r[0] == "S" and r[1] in held and r[4] != owners[0]
-             and r[3] >= 2 and r[5] >= killed_at - heartbeat + lease - 0.05}
+    # Takeovers: each version the killed node held is run by a survivor on a later
+    # claim, after the lease expired (whether or not the dead node had started it).
+    taken = {r[1] for r in runs if r[0] == "S" and r[1] in frozen and r[4] != owners[0]
+             and r[3] >= 2 and r[5] >= frozen[r[1]]}
     first = min(r[5] for r in runs)
     last = max(r[5] for r in runs if r[0] == "E")
     rate = round(len(plan.final) / (last - first))
     return {**figures, "procs": procs, "tasks": n, "live_duplicates": live_duplicates,
-            "held_at_kill": len(held), "taken_over": len(taken), "killed": owners[0],
+            "held_at_kill": len(frozen), "taken_over": len(taken), "killed": owners[0],
             "runs_by_owner": {o: sum(1 for r in runs if r[0] == "E" and r[4] == o) for o in owners},
             "seconds": round(elapsed, 2), "tasks_per_s_run_window": rate}

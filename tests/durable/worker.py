@@ -1,7 +1,7 @@
 """A worker process for the crash tests: a DurableScheduler running ``record`` tasks.
 
-Usage: worker.py STORE TABLE OWNER LOG [--lease S] [--workers N] [--prefetch N]
-[--pause S] [--exit-when-done]. Prints ``ready`` once its scheduler has
+Usage: worker.py STORE TABLE OWNER LOG [--lease S] [--heartbeat S] [--workers N]
+[--prefetch N] [--pause S] [--exit-when-done]. Prints ``ready`` once its scheduler has
 started; with --exit-when-done it closes and exits 0 once the store holds
 rows but none pending or running, otherwise it runs until killed.
 """
@@ -27,6 +27,7 @@ def main() -> int:
     parser.add_argument("--lease", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--prefetch", type=int, default=4)
+    parser.add_argument("--heartbeat", type=float, default=None)
     parser.add_argument("--pause", type=float, default=0.0)
     parser.add_argument("--exit-when-done", action="store_true")
     opts = parser.parse_args()
@@ -34,7 +35,8 @@ def main() -> int:
     store = open_store(opts.store, table=opts.table)
     sched = DurableScheduler(store, owner=opts.owner, max_workers=opts.workers,
                              prefetch=opts.prefetch, lease=opts.lease,
-                             heartbeat=min(opts.lease / 4, 1.0), poll_interval=0.05,
+                             heartbeat=opts.heartbeat or min(opts.lease / 4, 1.0),
+                             poll_interval=0.05,
                              resync_interval=2.0)
     print("ready", flush=True)
     while True:
