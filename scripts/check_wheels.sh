@@ -179,9 +179,10 @@ else
     fail "pure wheel"
 fi
 
-# 5. Typing and lint, with the lint extra, in the newest Python's wheel venv.
+# 5. Typing and lint, with the lint extra (and plot, for matplotlib's types), in
+#    the newest Python's wheel venv.
 if [[ -n "${LAST_VENV:-}" ]] && logged "$WORK/lint.log" "$LAST_VENV/bin/python" -m pip install \
-        "$LAST_WHEEL[lint]"; then
+        "$LAST_WHEEL[lint,plot]"; then
     bin="$LAST_VENV/bin"
     cache="$WORK/mypy-cache"
     (cd "$SRC" && "$bin/mypy" --strict --cache-dir "$cache" pysched) \
