@@ -30,6 +30,11 @@ ldd "$WORK"/pysched/_core*.so | grep -q libasan || { echo "the build has no ASan
 
 LOGS="$WORK/sanitizer-logs"
 mkdir -p "$LOGS"
+# libstdc++ too, when there is one: ASan's __cxa_throw interceptor binds at
+# start-up, and a C++ extension that some test imports later (matplotlib's, say)
+# would otherwise abort on its first exception with "real___cxa_throw != 0".
+CXX_LIB=$("$CC" -print-file-name=libstdc++.so)
+[ -f "$CXX_LIB" ] && ASAN_LIB="$ASAN_LIB $CXX_LIB"
 export LD_PRELOAD="$ASAN_LIB"
 export PYTHONMALLOC=malloc
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:log_path=$LOGS/asan"

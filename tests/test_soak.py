@@ -137,14 +137,32 @@ def produce(pool, ledger: Ledger, p: int, stop: threading.Event, seed: int) -> i
         else:
             rng.choice(outstanding)[1].cancel()
         while outstanding and (outstanding[0][1].done() or len(outstanding) > WINDOW):
-            done, _ = concurrent.futures.wait([outstanding[0][1]], timeout=WAIT)
-            assert done, f"a Future of producer {p} never resolved"
+            wait_resolved(pool, outstanding[0][1])
             ledger.verify(p, *outstanding.popleft())
     for item in outstanding:
-        done, _ = concurrent.futures.wait([item[1]], timeout=WAIT)
-        assert done, f"a Future of producer {p} never resolved"
+        wait_resolved(pool, item[1])
         ledger.verify(p, *item)
     return n
+
+
+def wait_resolved(pool, fut) -> None:
+    """Wait for ``fut``; fail only if the pool stops making progress meanwhile.
+
+    On a loaded machine a Future may wait long for a worker, so only WAIT
+    seconds without any version finishing count as a hang.
+    """
+    while True:
+        before = pool.stats()
+        done, _ = concurrent.futures.wait([fut], timeout=WAIT)
+        if done:
+            return
+        after = pool.stats()
+        finished = ("completed", "cancelled", "replaced", "timed_out", "failed")
+        if all(after[k] == before[k] for k in finished):
+            with pool._lock:
+                core_state = pool._core.state(fut._task_id)
+            raise AssertionError(f"{fut!r} (id {fut._task_id!r} v{fut._version}) never resolved;"
+                                 f" core state {core_state!r}; stats {after}")
 
 
 def soak(impl, seconds: float) -> dict:

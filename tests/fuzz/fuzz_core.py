@@ -7,11 +7,11 @@ twin, the validators and the harness are instrumented, so the twin's branches
 (which mirror the core's) guide the search.
 
     pip install atheris
-    cd tests && python -m fuzz.fuzz_core fuzz/corpus -max_total_time=600 -timeout=10
+    scripts/fuzz.sh 600          # ten minutes on the debug build (bounds checks on)
 
-Extra arguments go to libFuzzer. Build the core first (in place, or with
-PYSCHED_DEBUG_BUILD=1 so that an index out of range raises instead of reading
-past an array). A failing input is written as ``crash-*``: replay it with
+or by hand on the in-place build: ``cd tests && python -m fuzz.fuzz_core
+NEW_CORPUS fuzz/corpus -max_total_time=600 -timeout=10`` (extra arguments go
+to libFuzzer). A failing input is written as ``crash-*``: replay it with
 ``python -m fuzz.fuzz_core crash-...`` and, once fixed, move it into
 fuzz/corpus/ so that tests/test_fuzz_core.py replays it in every run.
 """

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# A coverage-guided differential fuzz campaign of the core Scheduler (atheris):
+# the debug build (bounds checks on) of the compiled core against the pure twin,
+# tests/fuzz/fuzz_core.py says what each input does and checks.
+#
+#   scripts/fuzz.sh 600                    # ten minutes; extra arguments go to libFuzzer
+#
+# Seeds from tests/fuzz/corpus/; new inputs go to a scratch corpus (printed at
+# the end, kept), failing ones to crash-* files there. Copy a minimised
+# crasher into tests/fuzz/corpus/ once fixed: the suite replays that folder.
+# PYTHON picks the interpreter (default python3), which needs atheris.
+set -euo pipefail
+SECONDS_TO_RUN=${1:-600}
+shift || true
+export PYSCHED_DEBUG_BUILD=1
+unset PYSCHED_NO_EXTENSIONS
+# shellcheck source=scripts/_throwaway_build.sh
+. "$(dirname "$0")/_throwaway_build.sh"
+"$PYTHON" -c "import atheris" 2>/dev/null || { echo "$PYTHON needs atheris (pip install atheris)" >&2; exit 2; }
+check_import
+OUT=${FUZZ_CORPUS:-$(mktemp -d "${TMPDIR:-/tmp}/pysched-corpus.XXXXXX")}
+mkdir -p "$OUT"
+cd "$WORK/tests"
+status=0
+PYTHONPATH="$WORK" "$PYTHON" -m fuzz.fuzz_core "$OUT" fuzz/corpus \
+  -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$OUT/" -print_final_stats=1 "$@" || status=$?
+echo "corpus and any crash-* files: $OUT"
+exit "$status"
