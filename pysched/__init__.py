@@ -7,6 +7,7 @@ where the extension is absent or PYSCHED_NO_EXTENSIONS is set.
 from ._errors import InvalidTransition, SchedulerClosed
 from ._impl import IMPLEMENTATION, QueueEntry, Scheduler, StableBoundedPriorityQueue, Task
 from ._version import __version__
+from .aio import AsyncScheduler
 from .bounded import QueueClosed, ThreadSafeBoundedPriorityQueue
 from .threadpool import (
     CancelToken,
@@ -20,6 +21,7 @@ from .threadpool import (
 
 __all__ = [
     "IMPLEMENTATION",
+    "AsyncScheduler",
     "CancelToken",
     "InvalidTransition",
     "QueueClosed",

@@ -118,7 +118,8 @@ class scheduler:  # noqa: N801 - the standard library's name
         if kwargs is _sentinel:
             kwargs = {}
         with self._lock:
-            event = Event(time, priority, next(self._sequence_generator), action, argument, kwargs)
+            event = Event(time, priority, next(self._sequence_generator), action,
+                          argument, kwargs)  # type: ignore[arg-type]  # as sched stores them
             self._push(event)
             if self._sleepers and self._wakes_sleeper(event):
                 self._wakeup.notify_all()
@@ -211,7 +212,7 @@ class scheduler:  # noqa: N801 - the standard library's name
         """The queued event equal to ``event``, or ValueError."""
         queued = None
         if isinstance(event, tuple) and len(event) == 6:
-            try:
+            try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
                 queued = self._events.get(event[2])
             except TypeError:  # an unhashable sequence: no queued event has it
                 pass
