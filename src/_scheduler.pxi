@@ -321,6 +321,7 @@ cdef class Scheduler:
     cdef int _finish(self, Task task, str state, object exception) except -1:
         cdef Py_ssize_t slot = task._slot
         cdef object old_id = None
+        cdef object key
         # A task is this scheduler's running one only if its slot holds it; a
         # task of another scheduler may carry any slot number, so check the range.
         if (task.state is not _RUNNING or slot >= len(self._running)
@@ -328,6 +329,14 @@ cdef class Scheduler:
             raise InvalidTransition(
                 f"cannot finish task {task.task_id!r} version {task._version}: it is "
                 f"{task.state}" + ("" if task.state is not _RUNNING else " in another scheduler"))
+        # Whatever may allocate comes before the first change, so a MemoryError
+        # leaves everything as it was: boxing the slot number for the dict, and
+        # heap room for a parked version. (Growing after the change once lost
+        # the parked version: tests/test_hardening_regressions.py.)
+        key = slot
+        parked = self._parked.get(key) if self._parked else None
+        if parked is not None and self._heap_len == self._heap_capacity:
+            self._grow_heap()
         task.state = state
         task.exception = exception
         self._running[slot] = None  # the caller still holds task
@@ -336,10 +345,8 @@ cdef class Scheduler:
             self._completed += 1
         else:
             self._failed += 1
-        parked = self._parked.pop(slot, None) if self._parked else None
         if parked is not None:
-            if self._heap_len == self._heap_capacity:
-                self._grow_heap()
+            del self._parked[key]  # deleting a present key never allocates
             self._push(parked[0], parked[1], parked[2], slot)
         elif not self._slots[slot].pending_seq:
             old_id = self._ids.remove(slot)
