@@ -98,6 +98,11 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
             "max_ms": ordered[-1] * 1e3, "count": n}
 
 
+# Seconds between the first schedule call and the first due time: enough for
+# the slowest contender (the pure twin) to schedule all 10,000 tasks first.
+LEAD = 0.5
+
+
 def _due_times(n: int, span: float, lead: float) -> list[float]:
     start = time.monotonic() + lead
     return [start + span * k / n for k in range(n)]
@@ -117,7 +122,7 @@ def lateness_pool(n: int = 10_000, span: float = 1.0, workers: int = 4,
             done.set()
 
     with ThreadPoolScheduler(workers, _core_factory=core) as pool:
-        for k, due in enumerate(_due_times(n, span, 0.2)):
+        for k, due in enumerate(_due_times(n, span, LEAD)):
             pool.schedule(k, due, 0, body, (due,))
         done.wait()
     return _percentiles(samples)
@@ -132,7 +137,7 @@ def lateness_sched(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
     def body(due: float) -> None:
         samples.append(monotonic() - due)
 
-    for due in _due_times(n, span, 0.2):
+    for due in _due_times(n, span, LEAD):
         scheduler.enterabs(due, 0, body, (due,))
     scheduler.run()
     return _percentiles(samples)
@@ -154,7 +159,7 @@ def lateness_asyncio(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
             if not remaining[0]:
                 done.set_result(None)
 
-        for due in _due_times(n, span, 0.2):
+        for due in _due_times(n, span, LEAD):
             loop.call_at(due, body, due)
         await done
 

@@ -10,16 +10,18 @@ scheduling thread, the dispatcher) and handed over; the dispatcher thread
 only waits for time (the head's run_at while a worker is idle, and task
 timeouts), on the injected clock.
 
-Lock order: one lock, ``_lock``, with three Conditions on it. Under it run
-only the core, dict, deque and Condition operations, and task ids'
+Lock order: one scheduler lock, ``_lock``, with three Conditions on it (idle
+workers, the dispatcher, close waiters); cancel tokens wait on it too. Under
+it run only the core, dict, deque and Condition operations, and task ids'
 ``__hash__``/``__eq__`` (dicts and the core look ids up), which therefore
-must not call back into the scheduler. Never under it: task functions, Future
-methods (they take the Future's own lock and run done callbacks), token
-callbacks, or the clock, which is read before the lock is taken. The one
-exception is a clock's ``wait_until`` hook, which must wait on our Condition;
-FakeClock takes only its own leaf lock there. Objects a call drops (a
-replaced version's fn, say) are held until the lock is released, so their
-finalisers run outside it too.
+must not call back into the scheduler. Never under it: task functions, done
+callbacks, token callbacks, or the clock, which is read before the lock is
+taken (a stale reading only delays a claim; nothing starts early). Each
+Future has its own lock (``pysched._task_future``); the scheduler lock and a
+Future's lock are never held together. The one call out under the lock is a
+clock's ``wait_until`` hook, which must wait on our Condition; FakeClock takes
+only its own leaf lock there. Objects a call drops (a replaced version's fn,
+say) are held until the lock is released, so their finalisers run outside it.
 
 Exceptions: one raised by a task's function fails that version's Future and
 is counted; the worker goes on. A done callback or token callback that raises
