@@ -4,7 +4,8 @@ Eight producers schedule, replace (ids come from a small pool), cancel by id,
 cancel Futures and submit, on the real clock, for PYSCHED_SOAK_SECONDS
 (default 10 per core in the ``slow`` suite; run it for minutes by hand):
 
-    PYSCHED_SOAK_SECONDS=300 python -m pytest -m slow -s tests/test_soak.py -k c
+    PYSCHED_SOAK_SECONDS=300 python -m pytest -m slow -s -o faulthandler_timeout=0 \
+        tests/test_soak.py -k c
 
 Checked all along, without keeping every Future (memory must stay flat):
 - each version runs at most once, and never after its Future was seen done;
