@@ -22,4 +22,5 @@ def test_scheduler(benchmark: Any, impl: Any, workload: Workload, n: int) -> Non
     run = workload.build(impl.Scheduler, drain_scheduler, n, 0, [noop] * n)
     ops = benchmark.pedantic(run, rounds=5 if n < 100_000 else 2, warmup_rounds=1)
     benchmark.extra_info["ops"] = ops
-    benchmark.extra_info["ns_per_op"] = benchmark.stats.stats.median * 1e9 / ops
+    if benchmark.stats is not None:  # None under --benchmark-disable
+        benchmark.extra_info["ns_per_op"] = benchmark.stats.stats.median * 1e9 / ops

@@ -7,7 +7,6 @@ API (``next``/``complete``); the baselines through theirs (see baselines.py).
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -70,7 +69,11 @@ def core_available() -> bool:
 
 def sortedcontainers_available() -> bool:
     """Whether sortedcontainers (in the ``bench`` extra) is installed."""
-    return importlib.util.find_spec("sortedcontainers") is not None
+    try:
+        import sortedcontainers  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def scheduler_competitors(sched_cancel_cap: int = SCHED_CANCEL_CAP) -> list[Competitor]:
