@@ -454,3 +454,12 @@ def test_schedule_after_close_raises_scheduler_closed(make_scheduler):
         assert s.stats()["scheduled"] == 0 and s.state == "closed"
 
     run(main, VirtualTimeLoop)
+
+
+def test_the_module_doctests_pass():
+    import doctest
+
+    import pysched.aio
+
+    result = doctest.testmod(pysched.aio)
+    assert result.attempted > 0 and result.failed == 0

@@ -410,3 +410,10 @@ def test_run_does_not_hold_the_lock_while_waiting_or_acting(sched_cls):
     s.enterabs(0, 0, action)
     s.run()
     assert seen == [True]
+
+
+def test_the_module_doctests_pass():
+    import doctest
+
+    result = doctest.testmod(pysched.sched)
+    assert result.attempted > 0 and result.failed == 0
