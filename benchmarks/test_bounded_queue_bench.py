@@ -1,6 +1,6 @@
 """StableBoundedPriorityQueue, Cython against the pure twin: churn and top-k.
 
-The workloads are bench_bounded_queue.py's, beside this file.
+The workloads are pysched.bench.bounded_workloads', as in ``python -m pysched.bench``.
 """
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bench_bounded_queue import churn, top_k
+
+from pysched.bench.bounded_workloads import churn, top_k
 
 PUSHES = 100_000
 

@@ -1,7 +1,8 @@
 """ThreadPoolScheduler on the Cython core against the pure twin: due no-op tasks.
 
 One pool of 4 workers per test, reused by every round; a round submits (or
-schedules, with ids and versions) ``TASKS`` no-ops and waits for them all.
+schedules, with ids and versions) ``TASKS`` no-ops and waits for them all,
+with pysched.bench.runtime_workloads' drain functions.
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ from typing import Any
 
 import pytest
 
+from pysched.bench.runtime_workloads import drain_schedule, drain_submit
 from pysched.threadpool import ThreadPoolScheduler
 
 TASKS = 10_000
-
-
-def noop() -> None:
-    pass
 
 
 @pytest.fixture
@@ -28,20 +26,9 @@ def pool(impl: Any) -> Iterator[ThreadPoolScheduler]:
 
 def test_submit(benchmark: Any, pool: ThreadPoolScheduler) -> None:
     benchmark.group = f"threadpool submit, {TASKS:,} due no-ops, 4 workers"
-
-    def run() -> None:
-        for future in [pool.submit(noop) for _ in range(TASKS)]:
-            future.result()
-
-    benchmark.pedantic(run, rounds=5, warmup_rounds=1)
+    benchmark.pedantic(drain_submit, args=(pool, TASKS), rounds=5, warmup_rounds=1)
 
 
 def test_schedule(benchmark: Any, pool: ThreadPoolScheduler) -> None:
     benchmark.group = f"threadpool schedule, {TASKS:,} due no-ops with ids, 4 workers"
-    clock = pool.clock
-
-    def run() -> None:
-        for future in [pool.schedule(k, clock(), 0, noop) for k in range(TASKS)]:
-            future.result()
-
-    benchmark.pedantic(run, rounds=5, warmup_rounds=1)
+    benchmark.pedantic(drain_schedule, args=(pool, TASKS), rounds=5, warmup_rounds=1)

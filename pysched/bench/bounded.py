@@ -1,10 +1,10 @@
 """The bounded-queue section: full-queue churn at several capacities, one-shot top-k.
 
-The workloads are benchmarks/bench_bounded_queue.py's ``churn`` and
-``top_k`` (loaded through external.py); competitors are the Cython core, the
-pure twin, that file's sortedcontainers queue where installed, and, for
-top-k, ``heapq.nsmallest``. As for the scheduler, every competitor must end
-in the same state at a small size before anything is timed.
+The workloads are bounded_workloads.py's ``churn`` and ``top_k``;
+competitors are the Cython core, the pure twin, that module's
+sortedcontainers queue where installed, and, for top-k, ``heapq.nsmallest``.
+As for the scheduler, every competitor must end in the same state at a
+small size before anything is timed.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from functools import partial
-from types import ModuleType
 from typing import Any
 
-from . import external
+from .bounded_workloads import SortedBoundedQueue, churn, churn_priorities, churn_queue, top_k
 from .competitors import CORE, core_available, sortedcontainers_available
 from .plan import Row, Step, timed_step
 from .scheduling import Disagreement
@@ -24,7 +23,7 @@ SECTION = "bounded"
 VERIFY_PUSHES = 5_000
 
 
-def queue_competitors(module: ModuleType) -> list[tuple[str, str, type]]:
+def queue_competitors() -> list[tuple[str, str, type]]:
     """(key, label, queue class) for each bounded queue installed here, the core first."""
     from pysched._bounded_queue_py import StableBoundedPriorityQueue as PureQueue
 
@@ -34,27 +33,27 @@ def queue_competitors(module: ModuleType) -> list[tuple[str, str, type]]:
         found.append((CORE, "pysched", core.StableBoundedPriorityQueue))
     found.append(("py", "pure twin", PureQueue))
     if sortedcontainers_available():
-        found.append(("sorted", "SortedList", module.SortedBoundedQueue))
+        found.append(("sorted", "SortedList", SortedBoundedQueue))
     return found
 
 
-def verify(module: ModuleType, queues: Sequence[tuple[str, str, type]], k: int) -> None:
+def verify(queues: Sequence[tuple[str, str, type]], k: int) -> None:
     """Raise Disagreement unless every queue ends churn and top-k in the same state."""
-    priorities = module.churn_priorities(VERIFY_PUSHES, 0)
+    priorities = churn_priorities(VERIFY_PUSHES, 0)
     for capacity in (k, VERIFY_PUSHES // 10):
-        states = {label: module.churn_queue(cls, capacity, priorities).snapshot()
+        states = {label: churn_queue(cls, capacity, priorities).snapshot()
                   for _, label, cls in queues}
         if len({repr(state) for state in states.values()}) > 1:
             raise Disagreement(f"bounded-queue churn at capacity {capacity}: "
                                f"{', '.join(states)} end in different states")
-    tops = {label: module.top_k(cls, k, VERIFY_PUSHES, 1)() for _, label, cls in queues}
-    tops["heapq.nsmallest"] = module.top_k(None, k, VERIFY_PUSHES, 1)()
+    tops = {label: top_k(cls, k, VERIFY_PUSHES, 1)() for _, label, cls in queues}
+    tops["heapq.nsmallest"] = top_k(None, k, VERIFY_PUSHES, 1)()
     if len({tuple(top) for top in tops.values()}) > 1:
         raise Disagreement(f"top-{k}: {', '.join(tops)} disagree")
 
 
-def _top_k_ops(module: ModuleType, cls: type | None, k: int, n: int) -> Callable[[], int]:
-    run = module.top_k(cls, k, n, 1)
+def _top_k_ops(cls: type | None, k: int, n: int) -> Callable[[], int]:
+    run = top_k(cls, k, n, 1)
 
     def counted() -> int:
         run()
@@ -65,15 +64,11 @@ def _top_k_ops(module: ModuleType, cls: type | None, k: int, n: int) -> Callable
 
 def steps(pushes: int, capacities: Sequence[int], top_n: int, ks: Sequence[int],
           budget: float) -> list[Step]:
-    """Verification, then churn per (capacity, queue), then top-k per (k, competitor).
-
-    Raises external.Unavailable when the workload module is not here.
-    """
-    module = external.load("bench_bounded_queue")
-    queues = queue_competitors(module)
+    """Verification, then churn per (capacity, queue), then top-k per (k, competitor)."""
+    queues = queue_competitors()
 
     def check() -> list[Row]:
-        verify(module, queues, min(ks))
+        verify(queues, min(ks))
         return []
 
     plan = [Step("checking that every bounded queue ends in the same state", check)]
@@ -81,13 +76,13 @@ def steps(pushes: int, capacities: Sequence[int], top_n: int, ks: Sequence[int],
         for key, label, cls in queues:
             ident: Row = {"section": SECTION, "workload": "churn", "param": "capacity",
                           "size": capacity, "pushes": pushes, "competitor": key, "label": label}
-            build = partial(module.churn, cls, capacity, pushes, 0)
+            build = partial(churn, cls, capacity, pushes, 0)
             plan.append(timed_step(f"churn C={capacity:,} {label}", ident, build, budget))
     top: list[tuple[str, str, Any]] = [*queues, ("nsmallest", "heapq.nsmallest", None)]
     for k in ks:
         for key, label, cls in top:
             ident = {"section": SECTION, "workload": "top_k", "param": "k", "size": k,
                      "pushes": top_n, "competitor": key, "label": label}
-            build = partial(_top_k_ops, module, cls, k, top_n)
+            build = partial(_top_k_ops, cls, k, top_n)
             plan.append(timed_step(f"top-{k:,} of {top_n:,} {label}", ident, build, budget))
     return plan

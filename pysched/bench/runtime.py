@@ -1,8 +1,7 @@
 """The runtime section: ThreadPoolScheduler against ThreadPoolExecutor, sched and asyncio.
 
-The workloads are benchmarks/bench_threadpool.py's (loaded through
-external.py), which time themselves in wall time: threads, clocks and
-wake-ups are what is measured here.
+The workloads are runtime_workloads.py's, which time themselves in wall
+time: threads, clocks and wake-ups are what is measured here.
 
 - throughput: due no-op tasks through 4 workers, the contenders interleaved
   in each repeat so machine noise hits all alike; the best rate of each.
@@ -14,15 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
-from . import external
 from .competitors import CORE
 from .plan import Row, Step
+from .runtime_workloads import BASELINE, lateness_contenders, throughput
 
 SECTION = "runtime"
 WORKERS = 4
-BASELINE = "ThreadPoolExecutor.submit"
 
 
 def _key(name: str) -> str:
@@ -31,8 +28,8 @@ def _key(name: str) -> str:
             .replace("[", "_").replace("]", "").replace(".", "_"))
 
 
-def _throughput(module: Any, tasks: int, repeat: int) -> list[Row]:
-    result = module.throughput(tasks, WORKERS, repeat)
+def _throughput(tasks: int, repeat: int) -> list[Row]:
+    result = throughput(tasks, WORKERS, repeat)
     # The baseline first, then the core's rows, then the twin's.
     order = sorted(result, key=lambda name: (name != BASELINE, f"[{CORE}]" not in name))
     return [{"section": SECTION, "workload": "throughput", "param": "tasks", "size": tasks,
@@ -48,20 +45,10 @@ def _lateness(name: str, measure: Callable[[], dict[str, float]], tasks: int,
 
 
 def steps(tasks: int, repeat: int, late_tasks: int, span: float) -> list[Step]:
-    """One throughput step (all contenders interleaved), one lateness step per contender.
-
-    Raises external.Unavailable when the workload module is not here.
-    """
-    module = external.load("bench_threadpool")
+    """One throughput step (all contenders interleaved), one lateness step per contender."""
     plan = [Step(f"throughput, {tasks:,} tasks x {repeat}, all contenders",
-                 partial(_throughput, module, tasks, repeat))]
-    contenders: dict[str, Callable[[], dict[str, float]]] = {
-        f"ThreadPoolScheduler[{name}]": partial(module.lateness_pool, late_tasks, span,
-                                                WORKERS, core)
-        for name, core in sorted(module.cores().items(), key=lambda item: item[0] != CORE)}
-    contenders["sched.scheduler"] = partial(module.lateness_sched, late_tasks, span)
-    contenders["asyncio.call_at"] = partial(module.lateness_asyncio, late_tasks, span)
-    for name, measure in contenders.items():
+                 partial(_throughput, tasks, repeat))]
+    for name, measure in lateness_contenders(late_tasks, span, WORKERS).items():
         plan.append(Step(f"lateness, {late_tasks:,} tasks over {span:g}s, {name}",
                          partial(_lateness, name, measure, late_tasks, span)))
     return plan

@@ -1,0 +1,182 @@
+"""ThreadPoolScheduler against the standard library: throughput and start lateness.
+
+These workloads time themselves in wall time (``time.perf_counter`` and
+``time.monotonic``): threads, clocks and wake-ups are what is measured, and
+CPU time of one process would leave out the waiting that matters here.
+
+- ``throughput()``: n due no-op tasks through the workers, submitted in a
+  loop and then waited for, for ThreadPoolExecutor.submit and for
+  ThreadPoolScheduler (submit, and schedule with explicit ids) on each
+  available core, interleaved in each repeat so machine noise hits all alike.
+- ``lateness_*()``: n tasks spread evenly over ``span`` seconds with idle
+  workers; start lateness (start minus due time, measured by the task itself
+  on time.monotonic) for ThreadPoolScheduler, ``sched.scheduler`` and asyncio
+  ``loop.call_at``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sched
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from pysched.threadpool import ThreadPoolScheduler
+
+from .competitors import CORE
+from .workloads import noop
+
+BASELINE = "ThreadPoolExecutor.submit"
+
+# Seconds between the first schedule call and the first due time: enough for
+# the slowest contender (the pure twin) to schedule all 10,000 tasks first.
+LEAD = 0.5
+
+
+def cores() -> dict[str, Callable[..., Any]]:
+    """The core Scheduler classes available here, by implementation name (``c``, ``py``)."""
+    from pysched import _scheduler_py
+
+    found: dict[str, Callable[..., Any]] = {"py": _scheduler_py.Scheduler}
+    try:
+        from pysched import _core
+    except ImportError:
+        pass
+    else:
+        found["c"] = _core.Scheduler
+    return found
+
+
+def drain_submit(executor: Any, n: int) -> float:
+    """Seconds to submit n no-ops to ``executor`` and collect every result."""
+    start = time.perf_counter()
+    futures = [executor.submit(noop) for _ in range(n)]
+    for future in futures:
+        future.result()
+    return time.perf_counter() - start
+
+
+def drain_schedule(pool: ThreadPoolScheduler, n: int) -> float:
+    """The same with schedule(): explicit ids, run_at now, so order and versions are kept."""
+    clock = pool.clock
+    start = time.perf_counter()
+    futures = [pool.schedule(k, clock(), 0, noop) for k in range(n)]
+    for future in futures:
+        future.result()
+    return time.perf_counter() - start
+
+
+def _pool(workers: int, core: Callable[..., Any],
+          drain: Callable[[Any, int], float]) -> tuple[Any, Callable[[Any, int], float]]:
+    return ThreadPoolScheduler(workers, _core_factory=core), drain
+
+
+def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, Any]:
+    """Tasks per second (best of ``repeat``) and the ratio to ThreadPoolExecutor, by contender."""
+    contenders: dict[str, Callable[[], tuple[Any, Callable[[Any, int], float]]]] = {
+        BASELINE: lambda: (ThreadPoolExecutor(workers), drain_submit)}
+    for name, core in cores().items():
+        contenders[f"ThreadPoolScheduler[{name}].submit"] = partial(
+            _pool, workers, core, drain_submit)
+        contenders[f"ThreadPoolScheduler[{name}].schedule"] = partial(
+            _pool, workers, core, drain_schedule)
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for name, make in contenders.items():
+            executor, drain = make()
+            drain(executor, 1000)  # warm-up: threads started, caches warm
+            seconds = drain(executor, n)
+            executor.shutdown(wait=True)
+            best[name] = max(best.get(name, 0.0), n / seconds)
+    base = best[BASELINE]
+    return {name: {"tasks_per_s": rate, "ratio": rate / base} for name, rate in best.items()}
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    n = len(ordered)
+
+    def rank(q: float) -> float:  # nearest-rank percentile
+        return ordered[min(n - 1, max(0, int(q * n + 0.999999) - 1))]
+
+    return {"p50_ms": rank(0.5) * 1e3, "p90_ms": rank(0.9) * 1e3, "p99_ms": rank(0.99) * 1e3,
+            "max_ms": ordered[-1] * 1e3, "count": n}
+
+
+def _due_times(n: int, span: float, lead: float) -> list[float]:
+    start = time.monotonic() + lead
+    return [start + span * k / n for k in range(n)]
+
+
+def lateness_pool(n: int = 10_000, span: float = 1.0, workers: int = 4,
+                  core: Callable[..., Any] | None = None) -> dict[str, float]:
+    """Start lateness of ThreadPoolScheduler tasks spread over ``span`` seconds."""
+    samples: list[float] = []
+    record = samples.append
+    monotonic = time.monotonic
+    done = threading.Event()
+
+    def body(due: float) -> None:
+        record(monotonic() - due)
+        if len(samples) == n:  # the caller sleeps until then, as asyncio's does
+            done.set()
+
+    with ThreadPoolScheduler(workers, _core_factory=core) as pool:
+        for k, due in enumerate(_due_times(n, span, LEAD)):
+            pool.schedule(k, due, 0, body, (due,))
+        done.wait()
+    return _percentiles(samples)
+
+
+def lateness_sched(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
+    """The same with the standard library's sched.scheduler on one thread."""
+    samples: list[float] = []
+    monotonic = time.monotonic
+    scheduler = sched.scheduler(monotonic, time.sleep)
+
+    def body(due: float) -> None:
+        samples.append(monotonic() - due)
+
+    for due in _due_times(n, span, LEAD):
+        scheduler.enterabs(due, 0, body, (due,))
+    scheduler.run()
+    return _percentiles(samples)
+
+
+def lateness_asyncio(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
+    """The same with asyncio loop.call_at (the loop's clock is time.monotonic)."""
+    samples: list[float] = []
+    monotonic = time.monotonic
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        remaining = [n]
+
+        def body(due: float) -> None:
+            samples.append(monotonic() - due)
+            remaining[0] -= 1
+            if not remaining[0]:
+                done.set_result(None)
+
+        for due in _due_times(n, span, LEAD):
+            loop.call_at(due, body, due)
+        await done
+
+    asyncio.run(main())
+    return _percentiles(samples)
+
+
+def lateness_contenders(n: int = 10_000, span: float = 1.0,
+                        workers: int = 4) -> dict[str, Callable[[], dict[str, float]]]:
+    """Each lateness measurement, not yet run, by contender name (the core's pool first)."""
+    found: dict[str, Callable[[], dict[str, float]]] = {
+        f"ThreadPoolScheduler[{name}]": partial(lateness_pool, n, span, workers, core)
+        for name, core in sorted(cores().items(), key=lambda item: item[0] != CORE)}
+    found["sched.scheduler"] = partial(lateness_sched, n, span)
+    found["asyncio.call_at"] = partial(lateness_asyncio, n, span)
+    return found
