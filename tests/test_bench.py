@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pysched.bench import __main__ as cli
-from pysched.bench import baselines, external, growth, plot, progress, scheduling, targets
+from pysched.bench import baselines, growth, plot, progress, scheduling, targets
 from pysched.bench._timing import measure
 from pysched.bench.competitors import CORE, Competitor, core_available, drain_baseline
 from pysched.bench.workloads import WORKLOADS, Workload, run_order
@@ -51,7 +51,6 @@ def test_cli_runs_every_section_end_to_end(tmp_path: Path,
     if core_available():
         assert "pysched |" in out  # the core's column in the tables
         assert re.search(r"\d\.\dx", out)  # speedup cells
-    assert "skipped" not in out  # a source checkout has every workload module
     assert out_json.is_file()
 
 
@@ -95,7 +94,6 @@ def test_json_has_the_promised_fields(tmp_path: Path, capsys: pytest.CaptureFixt
     assert set(doc["growth"]) >= {"composite", "equal keys (FIFO)"} or not core_available()
     assert "growth_reference_heapq" in doc
     assert len(doc["targets"]) == len(targets.TARGETS)
-    assert doc["skipped"] == {}
 
 
 def test_bad_sizes_and_sections_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -286,29 +284,6 @@ def test_progress_inline_on_a_terminal() -> None:
     bar.finish()
     text = stream.getvalue()
     assert text.count("\r") == 3 and text.count("\n") == 1 and "2/2" in text
-
-
-def test_external_load_reports_why_it_cannot(tmp_path: Path) -> None:
-    with pytest.raises(external.Unavailable, match="source checkout"):
-        external.load("bench_missing", tmp_path)
-    (tmp_path / "bench_broken.py").write_text("raise RuntimeError('half written')\n")
-    with pytest.raises(external.Unavailable, match="half written"):
-        external.load("bench_broken", tmp_path)
-    assert "_pysched_benchmarks_bench_broken" not in sys.modules
-
-
-def test_a_missing_section_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch,
-                                                 tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from pysched.bench import bounded
-
-    def unavailable(name: str) -> None:
-        raise external.Unavailable(f"needs a source checkout (benchmarks/{name}.py)")
-
-    monkeypatch.setattr(bounded.external, "load", unavailable)
-    code, out, _ = run_cli(["--sizes", "20,200", "--sections", "bounded", "--quiet"], capsys)
-    assert code == 0
-    assert "skipped:\n  bounded: needs a source checkout (benchmarks/bench_bounded_queue.py)" in out
 
 
 # --- the issues' targets --------------------------------------------------------------------

@@ -27,7 +27,6 @@ from . import (
     targets,
 )
 from .competitors import CORE, core_available
-from .external import Unavailable
 from .plan import Row, Step, run_steps
 from .progress import Progress
 from .workloads import WORKLOADS
@@ -68,8 +67,8 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
-def plan(cfg: config.Config, sections: Sequence[str]) -> tuple[list[Step], dict[str, str]]:
-    """The steps of the chosen sections, and the sections skipped with the reason."""
+def plan(cfg: config.Config, sections: Sequence[str]) -> list[Step]:
+    """The steps of the chosen sections, in the order given."""
     makers: dict[str, Callable[[], list[Step]]] = {
         "scheduler": lambda: scheduling.steps(cfg.sizes, cfg.budget, cfg.sched_cancel_cap),
         "bounded": lambda: bounded.steps(cfg.churn_pushes, cfg.capacities, cfg.top_n,
@@ -78,14 +77,7 @@ def plan(cfg: config.Config, sections: Sequence[str]) -> tuple[list[Step], dict[
         "runtime": lambda: runtime.steps(cfg.throughput_tasks, cfg.throughput_repeat,
                                          cfg.lateness_tasks, cfg.lateness_span),
     }
-    steps: list[Step] = []
-    skipped: dict[str, str] = {}
-    for section in sections:
-        try:
-            steps += makers[section]()
-        except Unavailable as exc:
-            skipped[section] = str(exc)
-    return steps, skipped
+    return [step for section in sections for step in makers[section]()]
 
 
 def growth_checks(rows: Sequence[Row],
@@ -108,8 +100,8 @@ def growth_checks(rows: Sequence[Row],
 
 
 def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
-           reference: dict[str, growth.GrowthCheck | None], skipped: dict[str, str],
-           head: list[str], cfg: config.Config) -> str:
+           reference: dict[str, growth.GrowthCheck | None], head: list[str],
+           cfg: config.Config) -> str:
     """The whole text report."""
 
     def pick(section: str, workload: str) -> list[Row]:
@@ -138,8 +130,6 @@ def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
     if checks:
         blocks.append(report.growth_lines(checks, reference))
     blocks.append(targets.lines(targets.evaluate(rows)))
-    if skipped:
-        blocks.append(["skipped:"] + [f"  {name}: {why}" for name, why in skipped.items()])
     return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"
 
 
@@ -159,14 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     if not core_available():
         print("note: pysched's compiled core does not import here: the tables show the"
               " pure twin beside the baselines, without speedups", file=sys.stderr)
-    steps, skipped = plan(cfg, args.sections)
+    steps = plan(cfg, args.sections)
     rows = run_steps(steps, Progress(enabled=not args.quiet))
     checks, reference = growth_checks(rows), growth_checks(rows, REFERENCE)
-    print(render(rows, checks, reference, skipped, report.header(about, mode), cfg), end="")
+    print(render(rows, checks, reference, report.header(about, mode), cfg), end="")
     if args.json:
         results.write(args.json, results.document(
             about, mode, sys.argv[1:] if argv is None else argv, dataclasses.asdict(cfg), rows,
-            checks, reference, skipped))
+            checks, reference))
     if args.plot:
         plot.draw(rows, args.plot, " ".join(report.header(about, mode)[:2]))
     return 0

@@ -4,9 +4,8 @@ Fields: ``machine`` (platform, CPU model, cores, Python and pysched versions,
 date: see machine.py), ``mode``, ``argv``, ``config`` (the sizes used),
 ``rows`` (every measured figure: see plan.py), ``speedups`` (derived from the
 rows: the core against each competitor), ``growth`` (the log-n check per
-workload), ``growth_reference_heapq`` (the same for heapq), ``targets`` (the
-issues' figures against their bounds) and ``skipped``
-(sections left out, and why).
+workload), ``growth_reference_heapq`` (the same for heapq) and ``targets``
+(the issues' figures against their bounds).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from .competitors import CORE
 from .growth import GrowthCheck
 from .plan import Row
 
-SCHEMA = 1
+SCHEMA = 2  # 2: no ``skipped`` field; every section ships in the package
 
 
 def speedups(rows: Sequence[Row]) -> list[dict[str, Any]]:
@@ -40,8 +39,7 @@ def speedups(rows: Sequence[Row]) -> list[dict[str, Any]]:
 def document(machine: Mapping[str, Any], mode: str, argv: Sequence[str],
              config: Mapping[str, Any], rows: Sequence[Row],
              growth: Mapping[str, GrowthCheck | None],
-             reference: Mapping[str, GrowthCheck | None],
-             skipped: Mapping[str, str]) -> dict[str, Any]:
+             reference: Mapping[str, GrowthCheck | None]) -> dict[str, Any]:
     """Everything a run found, as plain JSON-ready data."""
     return {
         "schema": SCHEMA,
@@ -54,7 +52,6 @@ def document(machine: Mapping[str, Any], mode: str, argv: Sequence[str],
         "growth": _checks(growth),
         "growth_reference_heapq": _checks(reference),
         "targets": targets.evaluate(rows),
-        "skipped": dict(skipped),
     }
 
 
