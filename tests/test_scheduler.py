@@ -216,7 +216,8 @@ def test_task_attributes_are_read_only(impl):
     s = impl.Scheduler()
     s.schedule("a", 0.0, 4, noop)
     task = s.next(now=0.0)
-    assert (task.task_id, task.version, task.run_at, task.priority, task.fn) == ("a", 1, 0.0, 4, noop)
+    expected = ("a", 1, 0.0, 4, noop)
+    assert (task.task_id, task.version, task.run_at, task.priority, task.fn) == expected
     for name in ("state", "version", "cancel_requested", "task_id"):
         with pytest.raises(AttributeError):
             setattr(task, name, None)
@@ -274,7 +275,7 @@ def test_references_return_to_where_they_were(impl):
     shared_fn = make_fn()
     base = sys.getrefcount(shared_fn)
     refs = []
-    for cycle in range(3):
+    for _cycle in range(3):
         for i in range(300):
             task_id, fn = Id(i), make_fn()
             refs += [weakref.ref(task_id), weakref.ref(fn)]
@@ -293,11 +294,12 @@ def test_references_return_to_where_they_were(impl):
 
 def test_a_cycle_through_a_pending_fn_is_collected(impl):
     class Owner:
-        pass
+        def tick(self):
+            pass
 
     owner = Owner()
     owner.sched = impl.Scheduler()
-    owner.sched.schedule("a", 1.0, 0, lambda: owner)
+    owner.sched.schedule("a", 1.0, 0, owner.tick)  # owner -> sched -> bound method -> owner
     probe = weakref.ref(owner)
     del owner
     gc.collect()
@@ -423,6 +425,6 @@ def test_selected_implementation_matches_the_environment():
     import os
 
     expected = "python" if os.environ.get("PYSCHED_NO_EXTENSIONS") else "cython"
-    assert pysched.IMPLEMENTATION == expected
+    assert expected == pysched.IMPLEMENTATION
     assert pysched.Scheduler.__module__ == (
         "pysched._core" if expected == "cython" else "pysched._scheduler_py")

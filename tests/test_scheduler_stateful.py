@@ -12,11 +12,10 @@ import math
 from dataclasses import dataclass, field
 
 import pytest
+from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
-from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
 
 IDS = st.sampled_from(["a", "b", "c", "d", 0, 1, None, (2, 3)])
 TIMES = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
