@@ -16,6 +16,7 @@ are the spec, and the parts mirror their names and structure.
 
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.object cimport PyObject
 from libc.math cimport isfinite
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
