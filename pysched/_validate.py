@@ -33,14 +33,19 @@ def check_time(value: Any, name: str) -> float:
     return seconds
 
 
-def check_priority(value: Any, name: str = "priority") -> int:
-    """Return ``value`` as an int in the signed 64-bit range, or raise."""
+def _as_int(value: Any, name: str) -> int:
+    """``value`` as an int (anything with ``__index__`` but bool), or TypeError naming ``name``."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, not bool")
     try:
-        number = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+
+
+def check_priority(value: Any, name: str = "priority") -> int:
+    """Return ``value`` as an int in the signed 64-bit range, or raise."""
+    number = _as_int(value, name)
     if not INT64_MIN <= number <= INT64_MAX:
         raise OverflowError(f"{name} must fit in a signed 64-bit integer, got {number}")
     return number
@@ -64,12 +69,7 @@ def check_callable(value: Any, name: str = "fn") -> None:
 
 def check_capacity(value: Any, name: str = "capacity") -> int:
     """Return ``value`` as a non-negative int, or raise naming ``name``."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    number = _as_int(value, name)
     if number < 0:
         raise ValueError(f"{name} must be >= 0, got {number}")
     if number > INT64_MAX:
