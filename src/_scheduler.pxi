@@ -451,13 +451,16 @@ cdef class Scheduler:
         cdef HeapEntry item = self._heap[pos]
         cdef Py_ssize_t start = pos
         cdef Py_ssize_t n = self._heap_len
-        cdef Py_ssize_t first, best, child, last
+        cdef Py_ssize_t first, best, child, last, grandchild
         while True:
             first = _ARITY * pos + 1
             if first >= n:
                 break
             best = first
             last = min(first + _ARITY, n)
+            # The next level's blocks: start loading them while this one is compared.
+            for grandchild in range(_ARITY * first + 1, min(_ARITY * last + 1, n), 2):
+                PYSCHED_PREFETCH(&self._heap[grandchild])  # two 32-byte entries a line
             for child in range(first + 1, last):
                 if _before(&self._heap[child], &self._heap[best]):
                     best = child
