@@ -184,6 +184,10 @@ cdef class IdTable:
         self.stamp += 1
         return key
 
+    cdef inline void prefetch(self, Py_ssize_t s) noexcept:
+        """Start loading the bucket ``remove(s)`` looks for first."""
+        PYSCHED_PREFETCH(&self.index[_home(self.hashes[s], self.shift)])
+
     cdef inline object key(self, Py_ssize_t s):
         return self.keys[s]
 

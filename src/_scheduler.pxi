@@ -32,16 +32,6 @@ ctypedef struct SlotState:
     uint64_t pending_seq  # seq of the pending version's entry; 0 when none is pending
 
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define PYSCHED_PREFETCH(p) __builtin_prefetch(p)
-    #else
-    #define PYSCHED_PREFETCH(p) ((void)(p))
-    #endif
-    """
-    void PYSCHED_PREFETCH(const void* p) noexcept nogil
-
 cdef extern from "Python.h":
     PyObject** PySequence_Fast_ITEMS(object o)
 
@@ -306,6 +296,7 @@ cdef class Scheduler:
         """Pop the head ``entry`` and move its pending version to running."""
         cdef Py_ssize_t slot = entry.slot
         cdef Task task = Task.__new__(Task)
+        self._ids.prefetch(slot)  # complete() reads its bucket; its hash came with _prefetch_head
         self._pop()
         task.task_id = self._ids.key(slot)
         task._version = self._slots[slot].version
@@ -324,8 +315,9 @@ cdef class Scheduler:
         return task
 
     cdef inline void _prefetch_head(self) noexcept:
-        # A drain calls next() again soon: start loading what the new head's
-        # claim will touch (its slot state and per-slot list items) now, so
+        # At a million tasks every read of a claim misses the caches. A drain
+        # calls next() again soon: start loading what the new head's claim
+        # will touch (its slot state, per-slot list items and hash) now, so
         # the loads overlap the caller's work instead of stalling the claim.
         cdef Py_ssize_t slot
         if self._heap_len:
@@ -334,6 +326,7 @@ cdef class Scheduler:
             PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
             PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._running)[slot])
             PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._ids.keys)[slot])
+            PYSCHED_PREFETCH(&self._ids.hashes[slot])
 
     cdef object _drop_pending(self, Py_ssize_t slot):
         """Forget the pending version of ``slot``; return its fn for the caller to drop."""
