@@ -18,6 +18,7 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from libc.math cimport isfinite
+from libc.string cimport memmove
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from pysched._errors import InvalidTransition
