@@ -277,6 +277,20 @@ def test_measure_repeats_within_bounds_and_returns_the_result() -> None:
     assert min(many.samples) <= many.seconds <= max(many.samples)
 
 
+def test_measure_counts_a_long_warm_up_as_one_of_three_samples() -> None:
+    durations = iter([5.0, 1.0, 3.0])  # the warm-up is over budget, then two repeats
+    clock = {"now": 0.0}
+
+    def timer() -> float:
+        return clock["now"]
+
+    def work() -> None:
+        clock["now"] += next(durations)
+
+    long = measure(work, budget=1.0, timer=timer)
+    assert long.samples == (5.0, 1.0, 3.0) and long.seconds == 3.0 and long.warmup == 5.0
+
+
 def test_progress_inline_on_a_terminal() -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -44,16 +44,22 @@ def measure(run: Callable[[], object], budget: float, *, min_repeats: int = 3,
             max_repeats: int = 15, timer: Timer = time.process_time) -> Measurement:
     """Time ``run`` after one warm-up call, repeating it for about ``budget`` seconds.
 
-    A warm-up that alone takes ``budget`` or more is the only sample: such a
-    run is long enough to be its own warm-up, and repeating it is what would
-    make ``--full`` take an hour. Otherwise ``run`` is repeated
-    ``budget / warm-up`` times, clamped to ``[min_repeats, max_repeats]``.
+    ``run`` is repeated ``budget / warm-up`` times, clamped to
+    ``[min_repeats, max_repeats]``. A warm-up that alone takes ``budget`` or
+    more is long enough to be its own warm-up: it counts as the first of
+    ``min_repeats`` samples, so that one slow or lucky run on a shared machine
+    cannot set the figure. A budget of 0 asks for one sample, the warm-up
+    (quick looks and tests).
     """
     warmup, result = _timed(run, timer)
-    if warmup >= budget:
+    if budget <= 0:
         return Measurement(warmup, (warmup,), warmup, result)
-    repeats = min(max_repeats, max(min_repeats, math.ceil(budget / max(warmup, 1e-9))))
     samples = []
+    if warmup >= budget:
+        samples.append(warmup)
+        repeats = min_repeats - 1
+    else:
+        repeats = min(max_repeats, max(min_repeats, math.ceil(budget / max(warmup, 1e-9))))
     for _ in range(repeats):
         seconds, result = _timed(run, timer)
         samples.append(seconds)
