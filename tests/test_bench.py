@@ -21,7 +21,7 @@ import pytest
 
 from pysched.bench import __main__ as cli
 from pysched.bench import baselines, growth, plot, progress, scheduling, targets
-from pysched.bench._timing import measure
+from pysched.bench._timing import measure, measure_in_turns
 from pysched.bench.competitors import CORE, Competitor, core_available, drain_baseline
 from pysched.bench.workloads import WORKLOADS, Workload, run_order
 
@@ -289,6 +289,24 @@ def test_measure_counts_a_long_warm_up_as_one_of_three_samples() -> None:
 
     long = measure(work, budget=1.0, timer=timer)
     assert long.samples == (5.0, 1.0, 3.0) and long.seconds == 3.0 and long.warmup == 5.0
+
+
+def test_measure_in_turns_alternates_fresh_runs() -> None:
+    order: list[str] = []
+    clock = {"now": 0.0}
+
+    def build(name: str) -> Callable[[], Callable[[], int]]:
+        def make() -> Callable[[], int]:
+            def run() -> int:
+                order.append(name)
+                clock["now"] += 2.0  # over budget: a warm-up counts, two more turns each
+                return len(name)
+            return run
+        return make
+
+    a, b = measure_in_turns([build("a"), build("bb")], budget=1.0, timer=lambda: clock["now"])
+    assert order == ["a", "bb", "a", "bb", "a", "bb"]
+    assert a.samples == b.samples == (2.0, 2.0, 2.0) and (a.result, b.result) == (1, 2)
 
 
 def test_progress_inline_on_a_terminal() -> None:

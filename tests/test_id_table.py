@@ -57,7 +57,8 @@ operations = st.lists(st.tuples(st.sampled_from(["schedule", "cancel", "run"]),
 
 
 # impl is a module, the same for every example.
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=operations)
 def test_colliding_ids_keep_their_states(impl, ops):
     s = impl.Scheduler()

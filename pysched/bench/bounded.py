@@ -16,7 +16,7 @@ from typing import Any
 
 from .bounded_workloads import SortedBoundedQueue, churn, churn_priorities, churn_queue, top_k
 from .competitors import CORE, core_available, sortedcontainers_available
-from .plan import Row, Step, timed_step
+from .plan import Row, Step, Timed, timed_group
 from .scheduling import Disagreement
 
 SECTION = "bounded"
@@ -64,7 +64,7 @@ def _top_k_ops(cls: type | None, k: int, n: int) -> Callable[[], int]:
 
 def steps(pushes: int, capacities: Sequence[int], top_n: int, ks: Sequence[int],
           budget: float) -> list[Step]:
-    """Verification, then churn per (capacity, queue), then top-k per (k, competitor)."""
+    """Verification, then churn per capacity and top-k per k, the queues timed in turns."""
     queues = queue_competitors()
 
     def check() -> list[Row]:
@@ -73,16 +73,18 @@ def steps(pushes: int, capacities: Sequence[int], top_n: int, ks: Sequence[int],
 
     plan = [Step("checking that every bounded queue ends in the same state", check)]
     for capacity in capacities:
-        for key, label, cls in queues:
-            ident: Row = {"section": SECTION, "workload": "churn", "param": "capacity",
-                          "size": capacity, "pushes": pushes, "competitor": key, "label": label}
-            build = partial(churn, cls, capacity, pushes, 0)
-            plan.append(timed_step(f"churn C={capacity:,} {label}", ident, build, budget))
+        churns: list[Timed] = [
+            ({"section": SECTION, "workload": "churn", "param": "capacity", "size": capacity,
+              "pushes": pushes, "competitor": key, "label": label},
+             partial(churn, cls, capacity, pushes, 0))
+            for key, label, cls in queues]
+        plan.append(timed_group(f"churn C={capacity:,}", churns, budget))
     top: list[tuple[str, str, Any]] = [*queues, ("nsmallest", "heapq.nsmallest", None)]
     for k in ks:
-        for key, label, cls in top:
-            ident = {"section": SECTION, "workload": "top_k", "param": "k", "size": k,
-                     "pushes": top_n, "competitor": key, "label": label}
-            build = partial(_top_k_ops, cls, k, top_n)
-            plan.append(timed_step(f"top-{k:,} of {top_n:,} {label}", ident, build, budget))
+        tops: list[Timed] = [
+            ({"section": SECTION, "workload": "top_k", "param": "k", "size": k,
+              "pushes": top_n, "competitor": key, "label": label},
+             partial(_top_k_ops, cls, k, top_n))
+            for key, label, cls in top]
+        plan.append(timed_group(f"top-{k:,} of {top_n:,}", tops, budget))
     return plan

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from .competitors import SCHED_CANCEL_CAP, Competitor, scheduler_competitors
-from .plan import Row, Step, timed_step
+from .plan import Row, Step, Timed, timed_group
 from .workloads import WORKLOADS, Workload, noop, run_order
 
 SECTION = "scheduler"
@@ -42,7 +42,7 @@ def _build(workload: Workload, comp: Competitor, n: int, seed: int) -> Callable[
 
 def steps(sizes: Sequence[int], budget: float, sched_cancel_cap: int = SCHED_CANCEL_CAP,
           seed: int = 0, workloads: Sequence[Workload] = WORKLOADS) -> list[Step]:
-    """The verification step, then one timed step per (workload, size, competitor)."""
+    """The verification step, then one timed step per (workload, size): competitors in turns."""
     competitors = scheduler_competitors(sched_cancel_cap)
 
     def check() -> list[Row]:
@@ -53,12 +53,10 @@ def steps(sizes: Sequence[int], budget: float, sched_cancel_cap: int = SCHED_CAN
     plan = [Step("checking that every competitor runs the same tasks in order", check)]
     for workload in workloads:
         for n in sizes:
-            for comp in competitors:
-                if not comp.runs_at(n, workload.cancels):
-                    continue
-                ident: Row = {"section": SECTION, "workload": workload.key, "param": "n",
-                              "size": n, "competitor": comp.key, "label": comp.label}
-                build = partial(_build, workload, comp, n, seed)
-                plan.append(timed_step(f"{workload.title} n={n:,} {comp.label}", ident,
-                                       build, budget))
+            entries: list[Timed] = [
+                ({"section": SECTION, "workload": workload.key, "param": "n", "size": n,
+                  "competitor": comp.key, "label": comp.label},
+                 partial(_build, workload, comp, n, seed))
+                for comp in competitors if comp.runs_at(n, workload.cancels)]
+            plan.append(timed_group(f"{workload.title} n={n:,}", entries, budget))
     return plan
