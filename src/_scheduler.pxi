@@ -298,7 +298,10 @@ cdef class Scheduler:
         """Pop the head ``entry`` and move its pending version to running."""
         cdef Py_ssize_t slot = entry.slot
         cdef Task task = Task.__new__(Task)
-        self._ids.prefetch(slot)  # complete() reads its bucket; its hash came with _prefetch_head
+        cdef Py_ssize_t upcoming = self._likely_next_head()
+        self._ids.prefetch(slot)  # complete() reads its bucket; its hash is cached by now
+        if upcoming >= 0:
+            self._prefetch_slot(upcoming)  # loads while the pop walks down the heap
         self._pop()
         task.task_id = self._ids.key(slot)
         task._version = self._slots[slot].version
@@ -313,22 +316,38 @@ cdef class Scheduler:
         self._live -= 1
         self._n_running += 1
         self._maybe_rebuild()
-        self._prefetch_head()
+        if self._heap_len:
+            self._prefetch_objects(self._heap[0].slot)
         return task
 
-    cdef inline void _prefetch_head(self) noexcept:
-        # At a million tasks every read of a claim misses the caches. A drain
-        # calls next() again soon: start loading what the new head's claim
-        # will touch (its slot state, per-slot list items and hash) now, so
-        # the loads overlap the caller's work instead of stalling the claim.
-        cdef Py_ssize_t slot
-        if self._heap_len:
-            slot = self._heap[0].slot
-            PYSCHED_PREFETCH(&self._slots[slot])
-            PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
-            PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._running)[slot])
-            PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._ids.keys)[slot])
-            PYSCHED_PREFETCH(&self._ids.hashes[slot])
+    # At a million tasks every read of a claim misses the caches: the head's
+    # slot state, its list items and hash, then the id and fn objects those
+    # point to, and at complete() its id's bucket. A drain claims the next
+    # head soon after, so each claim starts loading the next one's data in two
+    # steps: the slot's own data while the pop runs, then what it points to.
+
+    cdef inline Py_ssize_t _likely_next_head(self) noexcept:
+        """The slot of the root's best child, which a pop usually moves up; -1 if none."""
+        cdef Py_ssize_t child, best = 1
+        if self._heap_len < 2:
+            return -1
+        for child in range(2, min(_ARITY + 1, self._heap_len)):
+            if _before(&self._heap[child], &self._heap[best]):
+                best = child
+        return self._heap[best].slot
+
+    cdef inline void _prefetch_slot(self, Py_ssize_t slot) noexcept:
+        PYSCHED_PREFETCH(&self._slots[slot])
+        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
+        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._running)[slot])
+        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._ids.keys)[slot])
+        PYSCHED_PREFETCH(&self._ids.hashes[slot])
+
+    cdef inline void _prefetch_objects(self, Py_ssize_t slot) noexcept:
+        # Reads what _prefetch_slot loaded: if it has not arrived, this waits
+        # for what the next claim would have waited for anyway.
+        PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._ids.keys)[slot])
+        PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._fns)[slot])
 
     cdef object _drop_pending(self, Py_ssize_t slot):
         """Forget the pending version of ``slot``; return its fn for the caller to drop."""
@@ -355,8 +374,10 @@ cdef class Scheduler:
         # leaves everything as it was: boxing the slot number for the dict, and
         # heap room for a parked version. (Growing after the change once lost
         # the parked version: tests/test_hardening_regressions.py.)
-        key = slot
-        parked = self._parked.get(key) if self._parked else None
+        parked = None
+        if self._parked:
+            key = slot
+            parked = self._parked.get(key)
         if parked is not None and self._heap_len == self._heap_capacity:
             self._grow_heap()
         task.state = state
