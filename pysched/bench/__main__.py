@@ -75,7 +75,8 @@ def plan(cfg: config.Config, sections: Sequence[str]) -> list[Step]:
                                          cfg.top_ks, cfg.budget),
         "memory": lambda: memory.steps(cfg.memory_n),
         "runtime": lambda: runtime.steps(cfg.throughput_tasks, cfg.throughput_repeat,
-                                         cfg.lateness_tasks, cfg.lateness_span),
+                                         cfg.lateness_tasks, cfg.lateness_span,
+                                         cfg.lateness_repeat),
     }
     return [step for section in sections for step in makers[section]()]
 

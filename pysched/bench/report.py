@@ -97,7 +97,8 @@ def throughput_table(rows: Sequence[Row]) -> list[str]:
 def lateness_table(rows: Sequence[Row]) -> list[str]:
     """Start lateness percentiles per contender."""
     title = (f"runtime start lateness: {rows[0]['size']:,} tasks spread over"
-             f" {rows[0]['span_s']:g} s, idle workers (start minus due time)") if rows else ""
+             f" {rows[0]['span_s']:g} s, idle workers (start minus due time;"
+             f" each figure the median of {rows[0].get('runs', 1)} runs in turns)") if rows else ""
     return contender_table(title, rows, [(f"{q} ms", f"{q}_ms", ".3f")
                                          for q in ("p50", "p90", "p99", "max")])
 
