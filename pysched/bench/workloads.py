@@ -25,13 +25,18 @@ def noop() -> None:
     """The task body: benchmarks measure the scheduler, not the work."""
 
 
-def composite(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
-    """Schedule n tasks, re-schedule 10% sooner, cancel another 10%, run the rest."""
+def composite_inputs(n: int, seed: int) -> tuple[list[float], list[int], list[int], list[int]]:
+    """The composite's run_at and priority per id, and the ids it replaces and cancels."""
     rng = random.Random(seed)
     times = [rng.random() * n for _ in range(n)]
     priorities = [rng.randrange(10) for _ in range(n)]
     picked = rng.sample(range(n), n // 5)
-    replaced, cancelled = picked[: n // 10], picked[n // 10 :]
+    return times, priorities, picked[: n // 10], picked[n // 10 :]
+
+
+def composite(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
+    """Schedule n tasks, re-schedule 10% sooner, cancel another 10%, run the rest."""
+    times, priorities, replaced, cancelled = composite_inputs(n, seed)
 
     def run() -> int:
         sched = make()

@@ -1,0 +1,78 @@
+"""Where the composite workload's time goes: CPU time per phase, core and twin.
+
+The composite of ``python -m pysched.bench`` (same inputs: schedule n tasks,
+re-schedule 10% sooner, cancel another 10%, run the rest), timed phase by
+phase, in nanoseconds per task id (per n, so the phases add up to the total).
+For work on the core: at n = 1,000,000 the drain is bound by cache misses,
+and its figure is what the core's prefetching moved.
+
+Run: ``python benchmarks/composite_phases.py [n] [rounds] [c|py|c,py]``
+(defaults 1,000,000, 3 and c,py). Rounds alternate the implementations; each
+line is one round. Compare two builds by running this from each in turns:
+on a shared machine the same build moves by 30% between runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from typing import Any
+
+from pysched.bench.competitors import drain_scheduler
+from pysched.bench.workloads import composite_inputs, noop
+
+PHASES = ("schedule", "replace", "cancel", "drain")
+
+
+def implementations() -> dict[str, Any]:
+    from pysched._scheduler_py import Scheduler as PureScheduler
+
+    found: dict[str, Any] = {}
+    try:
+        from pysched._core import Scheduler as CoreScheduler
+    except ImportError:
+        pass
+    else:
+        found["c"] = CoreScheduler
+    found["py"] = PureScheduler
+    return found
+
+
+def phases(make: Any, n: int) -> list[float]:
+    """CPU seconds of each phase of one composite run."""
+    times, priorities, replaced, cancelled = composite_inputs(n, 0)
+    gc.collect()
+    marks = [time.process_time()]
+    sched = make()
+    schedule, cancel = sched.schedule, sched.cancel
+    for i in range(n):
+        schedule(i, times[i], priorities[i], noop)
+    marks.append(time.process_time())
+    for i in replaced:
+        schedule(i, times[i] * 0.5, 0, noop)
+    marks.append(time.process_time())
+    for i in cancelled:
+        cancel(i)
+    marks.append(time.process_time())
+    drain_scheduler(sched)
+    marks.append(time.process_time())
+    return [end - start for start, end in zip(marks, marks[1:], strict=False)]
+
+
+def main(n: int = 1_000_000, rounds: int = 3, which: str = "c,py") -> None:
+    found = implementations()
+    chosen = [key for key in which.split(",") if key in found]
+    print(f"composite at n = {n:,}: CPU ns per task id, by phase")
+    print(f"{'impl':<6}" + "".join(f"{name:>10}" for name in PHASES) + f"{'total s':>10}")
+    for _ in range(rounds):
+        for key in chosen:
+            seconds = phases(found[key], n)
+            print(f"{key:<6}" + "".join(f"{s * 1e9 / n:>10,.0f}" for s in seconds)
+                  + f"{sum(seconds):>10.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    main(int(args[0]) if args else 1_000_000, int(args[1]) if len(args) > 1 else 3,
+         args[2] if len(args) > 2 else "c,py")
