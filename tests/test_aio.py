@@ -459,7 +459,7 @@ def test_schedule_after_close_raises_scheduler_closed(make_scheduler):
 def test_the_module_doctests_pass():
     import doctest
 
-    import pysched.aio
+    import pysched.aio._scheduler
 
-    result = doctest.testmod(pysched.aio)
+    result = doctest.testmod(pysched.aio._scheduler)
     assert result.attempted > 0 and result.failed == 0
