@@ -56,7 +56,7 @@ def test_plain_callables_run_without_a_task(make_scheduler, loop_factory):
     # Beside main() (and wait_for's Task on real loops) and the host: one Task, for the coroutine.
     ours = [name for name in made
             if name not in ("_wait", "wait_for") and not name.endswith(".main")]
-    assert ours == ["test_plain_callables_run_without_a_task.<locals>.later"]
+    assert len(ours) == 1, ours
 
 
 def test_a_callable_rescheduling_itself_due_now_runs_once_per_iteration(make_scheduler,

@@ -19,9 +19,11 @@ from .._errors import SchedulerClosed
 from .._validate import check_callable, check_capacity, check_hashable, check_time
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, new_future
 from ._host import Host
-from ._tasks import create_task_in, has_begun, is_awaitable
+from ._tasks import TASKS_TAKE_A_CONTEXT, has_begun, is_awaitable, unbegun_coroutine
 
 __all__ = ["AsyncScheduler"]
+
+_NO_ARGS: tuple[Any, ...] = ()  # schedule()'s default, the same object as every ()
 
 _COUNTERS = ("scheduled", "completed", "failed", "cancelled", "replaced")
 
@@ -335,8 +337,14 @@ class AsyncScheduler:
         aio = run._aio
         assert aio is not None
         self._orphans.add(aio)
-        aio.cancel()  # its first step throws into the coroutine before any line of it runs
+        aio.add_done_callback(self._orphan_done, context=self._own_context)
+        aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
+        run._coro.close()  # so the coroutine is not reported as never awaited
         run._resolve_cancelled(reason, msg)
+
+    def _orphan_done(self, aio: asyncio.Task[Any]) -> None:
+        self._orphans.discard(aio)
+        self._settle()
 
     def _cancel_running(self, reason: str) -> None:
         own = self._own_run()
@@ -414,11 +422,15 @@ class AsyncScheduler:
             result = context.run(task.fn)
             if is_awaitable(result):
                 assert self._loop is not None
-                # An eager task factory runs the first step in here: still "calling".
-                aio, fut._coro = create_task_in(self._loop, result, context)
+                fut._coro = unbegun_coroutine(result)
+                # An eager task factory runs the first step in here (still "calling"),
+                # and may even end the version before create_task returns.
+                coro = self._await_version(fut, result)
+                if TASKS_TAKE_A_CONTEXT:
+                    aio = self._loop.create_task(coro, context=context)
+                else:  # the Task copies the current context
+                    aio = context.run(self._loop.create_task, coro)
                 fut._aio = aio
-                aio.add_done_callback(functools.partial(self._finished, fut),
-                                      context=self._own_context)
                 if fut._stop_reason is not None:  # cancelled while its fn ran
                     aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
                 return
@@ -434,21 +446,27 @@ class AsyncScheduler:
         del running[task_id]
         self._end(fut, result, None)
 
-    def _finished(self, fut: AsyncTaskFuture, aio: asyncio.Task[Any]) -> None:
-        """Done callback of a version's asyncio Task: record the outcome, resolve its Future."""
-        if self._running.get(fut._task_id) is not fut:  # released before it began
-            self._orphans.discard(aio)
-            self._settle()
-            return
+    async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
+        """The coroutine of a version's asyncio Task: await its result, then finish it.
+
+        Finishing here rather than in a done callback spares a loop callback
+        per version. The Task itself ends normally whatever the version did,
+        so asyncio never reports its exception: the version's Future holds it.
+        """
+        exc: BaseException | None = None
+        try:
+            result = await awaitable
+        except GeneratorExit:  # the Task is being destroyed with its loop: nothing to record
+            raise
+        except BaseException as error:  # noqa: BLE001
+            exc, result = error, None
         del self._running[fut._task_id]
         fut._coro = None
-        if aio.cancelled():
-            self._end(fut, None, _cancelled_error(aio))
-        else:
-            exc = aio.exception()
-            self._end(fut, None if exc is not None else aio.result(), exc)
+        self._end(fut, result, exc)
         self._settle()
         self._request_pump()  # a slot is free, and a parked newer version may be due
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise exc
 
     def _end(self, fut: AsyncTaskFuture, result: Any, exc: BaseException | None) -> None:
         """Finish a version that has left ``_running``: the core, the counters, its Future."""
@@ -511,15 +529,6 @@ class AsyncScheduler:
         self._pump()
 
 
-def _cancelled_error(aio: asyncio.Task[Any]) -> asyncio.CancelledError:
-    """The CancelledError a cancelled Task raises, with its message."""
-    try:
-        aio.result()
-    except asyncio.CancelledError as exc:
-        return exc
-    raise AssertionError("the Task is not cancelled")
-
-
 def _settable(exc: BaseException) -> BaseException:
     """``exc``, or a RuntimeError from it if it is a StopIteration (which a Future refuses)."""
     if isinstance(exc, StopIteration):
@@ -531,7 +540,9 @@ def _settable(exc: BaseException) -> BaseException:
 
 def _bound_call(fn: Callable[..., Any], args: Iterable[Any],
                 kwargs: Mapping[str, Any] | None) -> Callable[[], Any]:
-    """``fn`` with its arguments bound, after checking all three."""
+    """``fn`` with its arguments bound, after checking all three (the core checks ``fn``)."""
+    if args is _NO_ARGS and kwargs is None:
+        return fn
     check_callable(fn, "fn")
     if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
         raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")

@@ -1,16 +1,13 @@
-"""Running a version's awaitable in an asyncio Task of its own, in its caller's context."""
+"""What the scheduler asks of a version's result before and after it awaits it in a Task."""
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import inspect
 import sys
 import types
-from collections.abc import Awaitable, Coroutine
 from typing import Any
 
-__all__ = ["create_task_in", "has_begun", "is_awaitable"]
+__all__ = ["TASKS_TAKE_A_CONTEXT", "has_begun", "is_awaitable", "unbegun_coroutine"]
 
 _CoroutineType = types.CoroutineType
 
@@ -22,37 +19,18 @@ def is_awaitable(value: object) -> bool:
     return value is not None and inspect.isawaitable(value)
 
 
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
+# 3.10's create_task takes no context: there a Task copies the current one.
+TASKS_TAKE_A_CONTEXT = sys.version_info >= (3, 11)
 
 
-if sys.version_info >= (3, 11):
-    def _create_task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any],
-                     context: contextvars.Context) -> asyncio.Task[Any]:
-        return loop.create_task(coro, context=context)
-else:
-    def _create_task(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any],
-                     context: contextvars.Context) -> asyncio.Task[Any]:
-        # 3.10's create_task takes no context: the Task copies the current one.
-        return context.run(loop.create_task, coro)
+def unbegun_coroutine(awaitable: object) -> Any:
+    """``awaitable`` if it is a coroutine (which may not have begun yet), else None.
 
-
-def create_task_in(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any],
-                   context: contextvars.Context) -> tuple[asyncio.Task[Any], Any]:
-    """An asyncio Task awaiting ``awaitable`` in ``context``, and the coroutine it runs.
-
-    The coroutine is returned only when it is ``awaitable`` itself (see
-    ``has_begun``); any other awaitable is awaited by a wrapper coroutine.
+    Any other awaitable came from a function that already ran: it has begun.
     """
-    if awaitable.__class__ is _CoroutineType:
-        return _create_task(loop, awaitable, context), awaitable
-    return _create_task(loop, _await(awaitable), context), None
+    return awaitable if awaitable.__class__ is _CoroutineType else None
 
 
 def has_begun(coro: Any) -> bool:
-    """Whether any code of a version's coroutine has run (True when it has none to tell by).
-
-    A coroutine that has not begun can still be cancelled without running a
-    line of it; any other awaitable came from a function that already ran.
-    """
+    """Whether any code of a coroutine from ``unbegun_coroutine`` has run (True for None)."""
     return coro is None or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED
