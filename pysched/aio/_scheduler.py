@@ -10,6 +10,8 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from inspect import isawaitable
+from types import CoroutineType
 from typing import Any
 
 from .. import _impl
@@ -19,7 +21,7 @@ from .._errors import SchedulerClosed
 from .._validate import check_callable, check_capacity, check_hashable, check_time
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, new_future
 from ._host import Host
-from ._tasks import TASKS_TAKE_A_CONTEXT, has_begun, is_awaitable, unbegun_coroutine
+from ._tasks import TASKS_TAKE_A_CONTEXT, has_begun
 
 __all__ = ["AsyncScheduler"]
 
@@ -420,9 +422,10 @@ class AsyncScheduler:
         self._calling = fut
         try:
             result = context.run(task.fn)
-            if is_awaitable(result):
+            # inspect.isawaitable, with the common answers (a coroutine, None) first.
+            if result.__class__ is CoroutineType or (result is not None and isawaitable(result)):
                 assert self._loop is not None
-                fut._coro = unbegun_coroutine(result)
+                fut._coro = result if result.__class__ is CoroutineType else None
                 # An eager task factory runs the first step in here (still "calling"),
                 # and may even end the version before create_task returns.
                 coro = self._await_version(fut, result)
