@@ -303,8 +303,10 @@ def test_a_reference_through_an_allowed_module_is_refused_and_logged(
     s = make(registry=registry)
     marker = tmp_path / "ran"
     shell = json.dumps({"args": [f"touch {marker}"], "kwargs": {}})
-    rows = {"chain": "durable_helpers:os.system", "deeper": "durable_helpers:subprocess.os.system",
-            "class": "durable_helpers:Holder", "alias": "durable_helpers:alias_of_module_level_function"}
+    rows = {"chain": "durable_helpers:os.system",
+            "deeper": "durable_helpers:subprocess.os.system",
+            "class": "durable_helpers:Holder",
+            "alias": "durable_helpers:alias_of_module_level_function"}
     with caplog.at_level("ERROR", logger="pysched.durable"):
         for task_id, ref in rows.items():
             _put_raw(s.store, store_spec, task_id=task_id, ref=ref, args=shell)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from .errors import NotDurable, UnknownTask
+from .store import check_key
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,8 +75,8 @@ class TaskRegistry:
             name = _import_name(fn)
             if name is None:
                 raise NotDurable(_why_not_durable(fn) + "; pass name= to register it")
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"name must be a non-empty str, not {name!r}")
+        if check_key(name, "name") == "":
+            raise ValueError("name must be a non-empty str")
         with self._lock:
             old = self._by_name.get(name)
             if old is not None and old is not fn:
