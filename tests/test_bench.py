@@ -13,15 +13,20 @@ import math
 import re
 import sys
 from collections.abc import Callable, Hashable
+from functools import partial
 from heapq import heappush
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pysched.bench import __main__ as cli
 from pysched.bench import baselines, growth, plot, progress, scheduling, targets
 from pysched.bench._timing import measure, measure_in_turns
+from pysched.bench.bounded_baselines import COMPACT_FLOOR, TwoHeapsQueue
+from pysched.bench.bounded_workloads import churn_queue
 from pysched.bench.competitors import CORE, Competitor, core_available, drain_baseline
 from pysched.bench.workloads import WORKLOADS, Workload, run_order
 
@@ -257,6 +262,93 @@ def test_baselines_replace_and_cancel_like_the_core(cls: type) -> None:
     assert s.cancel("b") and not s.cancel("b") and not s.cancel("zzz")
     s.drain()
     assert ran == ["a2", "c", "d"]
+
+
+# --- the main baselines give the core's results on the same inputs ---------------------------
+
+scheduler_ops = st.lists(st.one_of(
+    st.tuples(st.just("schedule"), st.integers(0, 30), st.integers(0, 20), st.integers(0, 3)),
+    st.tuples(st.just("cancel"), st.integers(0, 30)),
+    st.tuples(st.just("next"), st.integers(0, 4))), max_size=400)
+
+
+# impl is a module, the same for every example.
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=scheduler_ops)
+def test_heapq_versioned_claims_what_the_core_claims(impl: Any, ops: list[tuple[Any, ...]]) -> None:
+    """Every call answers as the core does; a claimed task is completed at once."""
+    core, plain = impl.Scheduler(), baselines.HeapqVersioned()
+    now = 0.0
+    for step, (op, *args) in enumerate(ops):
+        if op == "schedule":
+            task_id, run_at, priority = args
+            fn = partial(int, step)  # tells the versions apart
+            core.schedule(task_id, float(run_at), priority, fn)
+            plain.schedule(task_id, float(run_at), priority, fn)
+        elif op == "cancel":
+            assert core.cancel(args[0]) == plain.cancel(args[0])
+        else:
+            now += args[0]
+            task, entry = core.next(now), plain.next(now)
+            if isinstance(task, impl.Task):
+                assert isinstance(entry, tuple)
+                run_at, neg_priority, _, task_id, fn = entry
+                assert (task.task_id, task.run_at, task.priority, task.fn) == (
+                    task_id, run_at, -neg_priority, fn)
+                core.complete(task)
+            else:
+                assert task == entry  # the same wait, or None for both
+        assert len(core) == len(plain)
+
+
+def test_heapq_versioned_rebuilds_when_stale_entries_outnumber_live_ones() -> None:
+    plain = baselines.HeapqVersioned()
+    for i in range(1_000):
+        plain.schedule(i, float(i), 0, int)
+    for i in range(900):
+        assert plain.cancel(i)
+    assert len(plain) == 100 and len(plain._heap) <= 200
+    for _ in range(3):
+        for i in range(900, 1_000):
+            plain.schedule(i, 0.5, 0, int)  # replaced: the old entries turn stale
+    assert len(plain._heap) <= 200
+    assert [plain.next(1e9)[3] for _ in range(100)] == list(range(900, 1_000))  # type: ignore[index]
+    assert plain.next(1e9) is None
+
+
+queue_ops = st.lists(st.one_of(st.tuples(st.just("push"), st.integers(0, 10)),
+                               st.tuples(st.just("pop"))), max_size=400)
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(capacity=st.integers(0, 8), ops=queue_ops)
+def test_two_heaps_admit_evict_and_pop_as_the_core(impl: Any, capacity: int,
+                                                   ops: list[tuple[Any, ...]]) -> None:
+    """Each push drops what the core's push_or_evict drops; each pop gives the same value."""
+    core, plain = impl.StableBoundedPriorityQueue(capacity), TwoHeapsQueue(capacity)
+    for step, (op, *args) in enumerate(ops):
+        if op == "push":
+            dropped = core.push_or_evict(args[0], step)
+            assert plain.push(args[0], step) == (
+                None if dropped is None else (dropped.priority, dropped.seq, dropped.value))
+        elif len(core):
+            assert plain.pop() == core.pop()
+        else:
+            with pytest.raises(IndexError):
+                plain.pop()
+        assert plain.snapshot() == core.snapshot()
+        # Dead nodes are bounded: memory follows the capacity.
+        assert len(plain._best) <= 2 * len(plain) + COMPACT_FLOOR
+        assert len(plain._worst) <= 2 * len(plain) + COMPACT_FLOOR
+
+
+def test_two_heaps_stay_bounded_under_churn() -> None:
+    queue = churn_queue(TwoHeapsQueue, 100, list(range(5_000, 0, -1)))
+    assert len(queue) == 99  # the last push is followed by a pop
+    assert len(queue._best) <= 2 * 100 + COMPACT_FLOOR
+    assert len(queue._worst) <= 2 * 100 + COMPACT_FLOOR
 
 
 # --- timing, progress, loading --------------------------------------------------------------
