@@ -307,9 +307,7 @@ class AsyncScheduler:
         task_id = fut._task_id
         if self._pending.get(task_id) is fut:
             del self._pending[task_id]
-            # Drops the pending version; a running older one only gets the
-            # core's cancel_requested flag, which this class does not act on.
-            self._core.cancel(task_id)
+            self._core.cancel_pending(task_id)  # a running older version runs on
             self._counts.cancelled += 1
             fut._resolve_cancelled(reason, msg)
             self._settle()
@@ -331,7 +329,7 @@ class AsyncScheduler:
     def _release(self, run: AsyncTaskFuture, reason: str, msg: Any = None) -> None:
         """End a claimed version that has not begun, as if it never was: it never will."""
         del self._running[run._task_id]
-        self._core.fail(run._task, asyncio.CancelledError())
+        self._core.release(run._task)
         if reason == REPLACED:
             self._counts.replaced += 1
         else:
@@ -400,8 +398,8 @@ class AsyncScheduler:
             if head is None:
                 self._disarm()
                 break
-            if head.__class__ is float:
-                self._arm(now + head)
+            if head.__class__ is float:  # not due yet: wake at the head's own run_at
+                self._arm(core.peek()[0])
                 break
             budget -= 1
             self._start(head)
