@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from contextvars import copy_context
 from inspect import isawaitable
 from types import CoroutineType
 from typing import Any
@@ -19,13 +21,15 @@ from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN, check_transition
 from .._errors import SchedulerClosed
 from .._validate import check_callable, check_capacity, check_hashable, check_time
-from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, new_future
+from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
 from ._tasks import TASKS_TAKE_A_CONTEXT, has_begun
 
 __all__ = ["AsyncScheduler"]
 
-_NO_ARGS: tuple[Any, ...] = ()  # schedule()'s default, the same object as every ()
+# schedule()'s default, the same object as every (): without arguments fn is
+# stored as it is, and the core checks it.
+_NO_ARGS: tuple[Any, ...] = ()
 
 _COUNTERS = ("scheduled", "completed", "failed", "cancelled", "replaced")
 
@@ -126,12 +130,18 @@ class AsyncScheduler:
         TypeError/ValueError/OverflowError naming a bad argument; a refused
         call changes nothing. O(log n).
         """
-        loop = self._bind()
+        loop = get_running_loop()
+        if loop is not self._loop:
+            loop = self._bind()
         if self._state is not OPEN:
             raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
-        call = _bound_call(fn, args, kwargs)
+        call = fn if args is _NO_ARGS and kwargs is None else _bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
-        fut = new_future(self, task_id, version, loop)
+        fut = AsyncTaskFuture(loop=loop)
+        fut._owner = self
+        fut._task_id = task_id
+        fut._version = version
+        fut._context = copy_context()
         self._counts.scheduled += 1
         old = self._pending.get(task_id)
         self._pending[task_id] = fut
@@ -412,6 +422,7 @@ class AsyncScheduler:
         task_id = task.task_id
         fut = self._pending.pop(task_id)
         fut._task = task
+        fut._aio = None
         running = self._running
         running[task_id] = fut
         if len(running) > self._peak:
@@ -445,7 +456,13 @@ class AsyncScheduler:
         finally:
             self._calling = None
         del running[task_id]
-        self._end(fut, result, None)
+        if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
+            fut._owner = None
+            self._core.complete(task)
+            self._counts.completed += 1
+            fut.set_result(result)
+        else:
+            self._end(fut, result, None)
 
     async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
         """The coroutine of a version's asyncio Task: await its result, then finish it.
@@ -461,12 +478,15 @@ class AsyncScheduler:
             raise
         except BaseException as error:  # noqa: BLE001
             exc, result = error, None
-        del self._running[fut._task_id]
+        running = self._running
+        del running[fut._task_id]
         fut._coro = None
         self._end(fut, result, exc)
-        self._settle()
-        self._request_pump()  # a slot is free, and a parked newer version may be due
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        if not running or self._drain_waiters:
+            self._settle()
+        if self._pump_handle is None:  # a slot is free, and a parked newer version may be due
+            self._request_pump()
+        if exc is not None and isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise exc
 
     def _end(self, fut: AsyncTaskFuture, result: Any, exc: BaseException | None) -> None:
@@ -541,9 +561,7 @@ def _settable(exc: BaseException) -> BaseException:
 
 def _bound_call(fn: Callable[..., Any], args: Iterable[Any],
                 kwargs: Mapping[str, Any] | None) -> Callable[[], Any]:
-    """``fn`` with its arguments bound, after checking all three (the core checks ``fn``)."""
-    if args is _NO_ARGS and kwargs is None:
-        return fn
+    """``fn`` with its arguments bound, after checking all three."""
     check_callable(fn, "fn")
     if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
         raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")
