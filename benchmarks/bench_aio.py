@@ -28,6 +28,7 @@ from typing import Any
 
 import pysched
 from pysched.aio import AsyncScheduler
+from pysched.bench import runtime_workloads
 
 Workload = Callable[[], Coroutine[Any, Any, float]]
 
@@ -162,19 +163,6 @@ def in_turns(contenders: dict[str, Workload], repeats: int,
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def _cores() -> dict[str, Any]:
-    from pysched import _scheduler_py
-
-    found: dict[str, Any] = {"py": _scheduler_py.Scheduler}
-    try:
-        from pysched import _core
-    except ImportError:
-        pass
-    else:
-        found["c"] = _core.Scheduler
-    return found
-
-
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=100_000)
@@ -185,7 +173,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--core", choices=["c", "py"], default=None)
     parser.add_argument("--only", choices=["due", "spread", "capped"], action="append")
     args = parser.parse_args(argv)
-    cores = _cores()
+    cores = runtime_workloads.cores()
     core_name = args.core or ("c" if "c" in cores else "py")
     core = cores[core_name]
     n, cap, span = args.n, args.cap, args.span
