@@ -4,8 +4,7 @@
 is ready it jumps straight to the next timer, so time-dependent tests run at
 once and always the same way; it records each wait in ``waits``. When nothing
 is ready and no timer is set, a real loop would wait forever: this one raises
-instead, so a lost wake-up
-fails the test rather than hanging it.
+instead, so a lost wake-up fails the test rather than hanging it.
 """
 
 from __future__ import annotations
