@@ -346,9 +346,10 @@ class AsyncScheduler:
             self._counts.cancelled += 1
         aio = run._aio
         assert aio is not None
-        self._orphans.add(aio)
-        aio.add_done_callback(self._orphan_done, context=self._own_context)
-        aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
+        if not aio.done():  # else something cancelled it already (a loop shutting down)
+            self._orphans.add(aio)
+            aio.add_done_callback(self._orphan_done, context=self._own_context)
+            aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
         run._coro.close()  # so the coroutine is not reported as never awaited
         run._resolve_cancelled(reason, msg)
 
