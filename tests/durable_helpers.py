@@ -14,6 +14,7 @@ where no server runs.
 from __future__ import annotations
 
 import os
+import subprocess  # noqa: F401 - hostile references reach os through it
 import threading
 import time
 import uuid
@@ -85,6 +86,19 @@ def close_self(key: str) -> str:
 def module_level_function(x: int) -> int:
     """Not registered: reachable only as ``durable_helpers:module_level_function``."""
     return x * 2
+
+
+# Names that a getattr chain from this module reaches, none of them defined here:
+# a hostile row may name them, and none may run.
+alias_of_module_level_function = module_level_function
+lambda_here = lambda x: x  # noqa: E731 - a lambda bound to a module-level name
+
+
+class Holder:
+    """A class here: naming it would instantiate it; its method is defined here."""
+
+    def method(self) -> None:
+        pass
 
 
 def reset() -> None:

@@ -16,7 +16,7 @@ import pytest
 from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched import SchedulerClosed
-from pysched.durable import DurableScheduler, NewTask, NotDurable, Store
+from pysched.durable import DurableScheduler, NewTask, NotDurable, Store, TaskRegistry
 
 ARGS = '{"args":[],"kwargs":{}}'
 
@@ -292,3 +292,28 @@ def test_cancel_sets_the_pool_token_of_a_running_task(make: Any) -> None:
     assert h.event("t-started").wait(30)
     assert s.cancel("a")
     assert f.result(30) == "cancelled"
+
+
+def test_a_reference_through_an_allowed_module_is_refused_and_logged(
+        make: Any, store_spec: dict[str, Any], tmp_path: Any,  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``myapp:os.system`` must not run a shell command because myapp imports os."""
+    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    registry.register(h.note, "note")
+    s = make(registry=registry)
+    marker = tmp_path / "ran"
+    shell = json.dumps({"args": [f"touch {marker}"], "kwargs": {}})
+    rows = {"chain": "durable_helpers:os.system",
+            "deeper": "durable_helpers:subprocess.os.system",
+            "class": "durable_helpers:Holder",
+            "alias": "durable_helpers:alias_of_module_level_function"}
+    with caplog.at_level("ERROR", logger="pysched.durable"):
+        for task_id, ref in rows.items():
+            _put_raw(s.store, store_spec, task_id=task_id, ref=ref, args=shell)
+        s.schedule("ok", s.clock(), 0, h.note, ["fine"]).result(30)
+        h.wait_for(lambda: all(s.row(i)["state"] == "error" for i in rows), what="errors stored")
+    assert not marker.exists()
+    for task_id in rows:
+        assert "refused" in s.row(task_id)["error"]
+        assert any(task_id in r.getMessage() and "refused" in r.getMessage()
+                   for r in caplog.records)

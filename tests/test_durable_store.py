@@ -194,3 +194,19 @@ def test_held_by_lists_the_leases_of_an_owner(store: Store) -> None:
     store.claim(1e9, 1, "w2", LIVE)
     assert sorted(store.held_by("w1")) == ["a", "b"] and store.held_by("w2") == ["c"]
     assert store.held_by("nobody") == []
+
+
+BAD_IDS = [("nul\x00inside", "NUL"), ("x" * 1025, "bytes in UTF-8"),
+           ("\u00e9" * 513, "bytes in UTF-8"), ("lone\ud800surrogate", "valid Unicode")]
+
+
+@pytest.mark.parametrize("task_id, message", BAD_IDS)
+def test_a_bad_task_id_is_a_value_error_naming_it_and_nothing_is_written(
+        store: Store, task_id: str, message: str) -> None:
+    store.schedule([new("fine")])
+    for call in (lambda: store.schedule([new("other"), new(task_id)]),
+                 lambda: store.cancel(task_id), lambda: store.get(task_id)):
+        with pytest.raises(ValueError, match=f"task_id.*{message}|{message}.*task_id"):
+            call()
+    assert store.counts() == {"pending": 1} and store.get("other") is None
+    assert store.schedule([new("y" * 1024)]) == [1]  # the limit itself is fine

@@ -32,6 +32,7 @@ from .store import (
     Outcome,
     Row,
     Store,
+    check_key,
 )
 
 __all__ = ["MemoryStore"]
@@ -49,6 +50,9 @@ class MemoryStore(Store):
         self._high: float | None = None
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        for task in tasks:
+            check_key(task.task_id, "task_id")
+            check_key(task.ref, "ref")
         versions = []
         with self._lock:
             for t in tasks:
@@ -66,6 +70,7 @@ class MemoryStore(Store):
         return versions
 
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        check_key(task_id, "task_id")
         with self._lock:
             row = self._rows.get(task_id)
             allowed = (PENDING, RUNNING) if version is None else (PENDING,)
@@ -165,6 +170,7 @@ class MemoryStore(Store):
             return True
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        check_key(task_id, "task_id")
         with self._lock:
             row = self._rows.get(task_id)
             return None if row is None else dict(row)

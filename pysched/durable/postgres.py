@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
 from ._sql import ThreadConnections, check_table, index_statements
-from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
+from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store, check_key
 
 __all__ = ["PostgresStore"]
 
@@ -84,6 +84,9 @@ class PostgresStore(Store):
         db.execute("SELECT pg_notify(%s, %s)", (self.table, payload))
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        for task in tasks:
+            check_key(task.task_id, "task_id")
+            check_key(task.ref, "ref")
         if not tasks:
             return []
         t = self.table
@@ -111,6 +114,7 @@ class PostgresStore(Store):
         return versions
 
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        check_key(task_id, "task_id")
         db = self._conns.get()
         with db.transaction():
             row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
@@ -210,6 +214,7 @@ class PostgresStore(Store):
             " AND version = %s AND state = 'pending'", (message, task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        check_key(task_id, "task_id")
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = %s",
                                         (task_id,)).fetchone()
         return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))

@@ -65,6 +65,7 @@ from .store import (
     Store,
     check_claim,
     check_fields,
+    check_key,
     encode_args,
 )
 from .stores import open_store
@@ -133,8 +134,8 @@ class DurableScheduler:
             raise ValueError("heartbeat must be shorter than lease")
         self._poll = _positive(poll_interval, "poll_interval")
         self._resync_every = _positive(resync_interval, "resync_interval")
-        if owner is not None and (not isinstance(owner, str) or not owner):
-            raise TypeError("owner must be a non-empty str")
+        if owner is not None and (check_key(owner, "owner") == ""):
+            raise ValueError("owner must be a non-empty str")
         self._owns_store = not isinstance(store, Store)
         self.store: Store = open_store(store)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -213,9 +214,7 @@ class DurableScheduler:
         new = []
         for item in items:
             task_id, run_at, priority, fn, *rest = item
-            if not isinstance(task_id, str):
-                raise TypeError("task_id must be a str in a durable schedule,"
-                                f" not {type(task_id).__name__}")
+            check_key(task_id, "task_id")
             run_at = check_time(run_at, "run_at")
             args = encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)
             new.append(NewTask(task_id, self.timebase.to_wall(run_at), check_priority(priority),
@@ -244,8 +243,7 @@ class DurableScheduler:
         A version already running (here or elsewhere) runs on; here its
         ``current_task().cancel_requested`` turns true. One store write.
         """
-        if not isinstance(task_id, str):
-            raise TypeError(f"task_id must be a str, not {type(task_id).__name__}")
+        check_key(task_id, "task_id")
         version = self.store.cancel(task_id)
         if version is None:
             return False

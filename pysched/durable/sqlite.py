@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._sql import ThreadConnections, check_table, index_statements
-from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
+from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store, check_key
 
 __all__ = ["SQLiteStore"]
 
@@ -74,6 +74,9 @@ class SQLiteStore(Store):
         db.execute(f"UPDATE {self.table}_meta SET value = value + 1 WHERE key = 'changes'")
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        for task in tasks:
+            check_key(task.task_id, "task_id")
+            check_key(task.ref, "ref")
         t = self.table
         versions = []
         with self._write() as db:
@@ -96,6 +99,7 @@ class SQLiteStore(Store):
         return versions
 
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        check_key(task_id, "task_id")
         with self._write() as db:
             row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
                              " WHERE task_id = :id AND (state = 'pending' OR state = 'running'"
@@ -194,6 +198,7 @@ class SQLiteStore(Store):
                               (message, task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        check_key(task_id, "task_id")
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = ?",
                                         (task_id,)).fetchone()
         return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))

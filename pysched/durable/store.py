@@ -45,11 +45,14 @@ FINAL_STATES = frozenset({COMPLETED, FAILED, CANCELLED, ERROR})
 # Rows carry the format they were written in; a reader refuses newer ones.
 ROW_FORMAT = 1
 INT64_MAX = 2**63 - 1
+# The longest task id every store keeps, in UTF-8 bytes: well under PostgreSQL's
+# b-tree entry limit (about 2.7 kB) and its notification payload (8 kB).
+MAX_KEY_BYTES = 1024
 
 __all__ = [
     "CANCELLED", "COMPLETED", "ERROR", "FAILED", "FINAL_STATES", "PENDING", "ROW_FORMAT",
     "RUNNING", "Claim", "NewTask", "Outcome", "Row", "Store", "check_claim", "check_fields",
-    "decode_args", "encode_args",
+    "check_key", "decode_args", "encode_args",
 ]
 
 
@@ -96,6 +99,23 @@ class Outcome(NamedTuple):
     version: int
     state: str  # completed, failed or error
     error: str | None
+
+
+def check_key(value: Any, name: str, limit: int = MAX_KEY_BYTES) -> str:
+    """``value`` if every store can keep it as a key: a str of valid Unicode, no NUL, at
+    most ``limit`` UTF-8 bytes; else TypeError or ValueError naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{name} must not contain NUL characters, got {value[:80]!r}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} must be valid Unicode text, got {value[:80]!r}: {exc.reason}"
+                         ) from None
+    if size > limit:
+        raise ValueError(f"{name} is {size} bytes in UTF-8; a store keeps at most {limit}")
+    return value
 
 
 def encode_args(args: Sequence[Any], kwargs: dict[str, Any] | None) -> str:
