@@ -132,7 +132,7 @@ def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
     if drain:
         blocks.append(report.speedup_table(
             drain, f"drain: claim, run and complete {drain[0]['size']:,} due tasks; speedup"
-            " against the core's pop_due (every due task in one call)", "n"))
+            f" against the core's pop_due({draining.BATCH}), {draining.BATCH} tasks a call", "n"))
     blocks += [report.memory_table(pick(memory.SECTION, "memory")),
                report.throughput_table(pick(runtime.SECTION, "throughput")),
                report.lateness_table(pick(runtime.SECTION, "lateness"))]

@@ -2,10 +2,11 @@
 
 A scheduler holding n due tasks (random times and priorities, scheduled
 before the clock starts) is drained to empty: every task claimed, called and
-completed. The core drains with ``pop_due(now)`` (every due task in one
-call), with ``pop_due(now, BATCH)`` (a worker's batch), and with a loop of
-``next()``; the twin with ``pop_due``; "heapq, versioned" with its
-``next()``. Before timing, every way must run the same tasks in the same
+completed. The core drains with ``pop_due(now, BATCH)`` (a worker's batch:
+the figure the others are compared with), with a loop of ``next()``, and
+with ``pop_due(now)`` (every due task in one call, so all n Task objects
+live at once); the twin with ``pop_due(now, BATCH)``; "heapq, versioned"
+with its ``next()``. Before timing, every way must run the same tasks in the same
 order. Where the core has no ``pop_due`` the section says so and times
 nothing.
 """
@@ -40,7 +41,7 @@ def drain_pop_due(sched: Any, limit: int | None = None) -> None:
 
 
 def drainers() -> list[tuple[str, str, Make, Drain]]:
-    """(key, label, scheduler factory, drain) for each way of draining, the core's pop_due first.
+    """(key, label, scheduler factory, drain) for each way of draining, the core's batches first.
 
     Empty when the core has no ``pop_due``: the twin alone would compare nothing.
     """
@@ -54,12 +55,11 @@ def drainers() -> list[tuple[str, str, Make, Drain]]:
     if not hasattr(CoreScheduler, "pop_due"):
         return []
     return [
-        (CORE, "pysched, pop_due", CoreScheduler, drain_pop_due),
-        ("c_batch", f"pysched, pop_due({BATCH})", CoreScheduler,
-         partial(drain_pop_due, limit=BATCH)),
+        (CORE, f"pysched, pop_due({BATCH})", CoreScheduler, partial(drain_pop_due, limit=BATCH)),
         ("c_next", "pysched, next()", CoreScheduler, drain_scheduler),
+        ("c_all", "pysched, pop_due(all)", CoreScheduler, drain_pop_due),
         (VERSIONED, "heapq, versioned, next()", HeapqVersioned, drain_versioned),
-        ("py", "pure twin, pop_due", PureScheduler, drain_pop_due),
+        ("py", f"pure twin, pop_due({BATCH})", PureScheduler, partial(drain_pop_due, limit=BATCH)),
     ]
 
 
