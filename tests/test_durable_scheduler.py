@@ -51,7 +51,8 @@ def test_runs_with_args_and_reports_results_and_errors(make: Any) -> None:
     with pytest.raises(ValueError, match="broken"):
         bad.result(30)
     h.wait_for(lambda: s.row("b")["state"] == "failed", what="the failure to be stored")
-    assert s.row("b")["error"] == "ValueError: broken"
+    error = s.row("b")["error"]
+    assert error.startswith("ValueError: broken\n") and "in fail" in error  # with its traceback
     assert s.row("a")["state"] == "completed" and s.row("a")["attempts"] == 1
     assert ("a", 1, "x") in h.CALLS
 
