@@ -19,6 +19,7 @@ mode, with explicit transactions for multi-statement writes.
 from __future__ import annotations
 
 import json
+import select
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -60,7 +61,7 @@ class PostgresStore(Store):
         self.table = t = check_table(table)
         self._timeout = connect_timeout
         self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(
-            self._connect, self._disconnect, lambda db: not db.closed and not db.broken)
+            self._connect, self._disconnect, _usable)
         self._listener: psycopg.Connection[Any] | None = None
         self.subscriptions = 0  # LISTENs made: each one must be followed by a full re-read
         # Server processes of our own connections: their notifications are
@@ -316,6 +317,24 @@ class PostgresStore(Store):
         self._conns.close_all()
         if self._listener is not None:
             self._disconnect(self._listener)
+
+
+def _usable(db: psycopg.Connection[Any]) -> bool:
+    """False for a connection that is closed, broken, or that the server ended while it was
+    idle (a restart, pg_terminate_backend, an idle timeout).
+
+    An idle connection has nothing to read unless the server sent its farewell
+    (an error and end of stream), so a readable socket means the session is gone:
+    found without a round trip, before a statement is sent on it. Only a statement
+    that was never sent can be retried safely, which is why this is checked first.
+    """
+    if db.closed or db.broken:
+        return False
+    try:
+        readable, _, _ = select.select([db.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable
 
 
 def _merge(changed: set[str] | None, payload: str) -> set[str]:
