@@ -179,3 +179,21 @@ def open_spec(spec: dict[str, Any]) -> durable.Store:
     if spec["kind"] == "memory":
         return spec["store"]  # type: ignore[no-any-return]
     return durable.open_store(spec["target"], table=spec["table"])
+
+
+def put_raw(store: durable.Store, spec: dict[str, Any], **fields: Any) -> None:
+    """Write a row as a corrupt or hostile database would hold it, bypassing all checks."""
+    row = {"version": 1, "state": "pending", "run_at": 0.0, "priority": 0, "ref": "note",
+           "args": '{"args":[],"kwargs":{}}', "attempts": 0, "seq": 0, "fmt": 1, **fields}
+    if spec["kind"] == "memory":
+        store._put_raw(**row)  # type: ignore[attr-defined]
+        return
+    cols = ", ".join(row)
+    if spec["kind"] == "sqlite":
+        db = store._conns.get()  # type: ignore[attr-defined]
+        db.execute(f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join('?' * len(row))})",
+                   tuple(row.values()))
+    else:
+        store._conns.get().execute(  # type: ignore[attr-defined]
+            f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join(['%s'] * len(row))})",
+            tuple(row.values()))

@@ -24,6 +24,7 @@ from typing import Any
 from .store import (
     CANCELLED,
     ERROR,
+    KNOWN_STATES,
     PENDING,
     ROW_FORMAT,
     RUNNING,
@@ -39,10 +40,14 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore(Store):
-    """A Store kept in memory; ``clock`` (wall seconds) is injectable for tests."""
+    """A Store kept in memory; ``clock`` (wall seconds) is injectable for tests, and
+    ``reference_clock=True`` makes it stand for a server's clock shared by all nodes."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time,
+                 reference_clock: bool = False) -> None:
         self._clock = clock
+        # A test can make ``clock`` stand for a database server's clock.
+        self.reference_clock = reference_clock
         self._lock = threading.Lock()
         self._rows: dict[str, dict[str, Any]] = {}
         self._due: list[tuple[float, int, int, str]] = []  # (run_at, -priority, seq, task_id)
@@ -139,10 +144,12 @@ class MemoryStore(Store):
                 results.append(recorded)
         return results
 
-    def heartbeat(self, owner: str, lease: float) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
         with self._lock:
             expires = self._clock() + lease
-            held = [r for r in self._rows.values() if r["lease_owner"] == owner]
+            wanted = None if tokens is None else set(tokens)
+            held = [r for r in self._rows.values() if r["lease_owner"] == owner
+                    and (wanted is None or r["lease_token"] in wanted)]
             for r in held:
                 r["lease_expires"] = expires
             return len(held)
@@ -152,6 +159,20 @@ class MemoryStore(Store):
             now = self._clock()
             return self._release([r for r in self._rows.values()
                                   if r["lease_expires"] is not None and r["lease_expires"] < now])
+
+    def repair_leases(self, horizon: float) -> list[str]:
+        with self._lock:
+            latest = self._clock() + horizon
+            return self._release([r for r in self._rows.values() if r["state"] == RUNNING and (
+                type(r["lease_expires"]) not in (int, float) or r["lease_expires"] > latest)])
+
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(i, r["state"]) for i, r in self._rows.items()
+                    if r["state"] not in KNOWN_STATES][:limit]
+
+    def now(self) -> float:
+        return self._clock()
 
     def release_owner(self, owner: str) -> list[str]:
         with self._lock:
