@@ -1,0 +1,12 @@
+"""Calendar schedules: cron and interval triggers, and the clock-independent series logic.
+
+``Cron`` and ``Every`` say when a recurring series fires; ``Series`` decides,
+from readings of a wall and a monotonic clock, which fire times to run now and
+which were skipped, coalesced or late; ``EventHub`` delivers those decisions
+to listeners and counts them. Nothing here knows about threads: the pool,
+the asyncio scheduler and the durable scheduler drive it.
+"""
+
+from .cron import Cron
+
+__all__ = ["Cron"]
