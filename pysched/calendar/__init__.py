@@ -7,6 +7,11 @@ to listeners and counts them. Nothing here knows about threads: the pool,
 the asyncio scheduler and the durable scheduler drive it.
 """
 
+from ._readings import ClockWatch, Jump, Reading
 from .cron import Cron
+from .events import Event, EventHub, clock_jump_event
+from .every import Every
+from .series import Decision, Fire, Series
 
-__all__ = ["Cron"]
+__all__ = ["ClockWatch", "Cron", "Decision", "Event", "EventHub", "Every", "Fire", "Jump",
+           "Reading", "Series", "clock_jump_event"]

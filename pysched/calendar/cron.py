@@ -18,13 +18,15 @@ neither policy applies.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta, timezone, tzinfo
 
 from .._recurring import check_choice
 from ._cron_fields import CronFields
+from ._readings import Reading
 from ._zones import AMBIGUOUS, NONEXISTENT, Placement, place, resolve_tz, transition_instant
 
-__all__ = ["AMBIGUOUS_CHOICES", "NONEXISTENT_CHOICES", "Cron"]
+__all__ = ["AMBIGUOUS_CHOICES", "NONEXISTENT_CHOICES", "Cron", "CronFires", "check_aware"]
 
 NONEXISTENT_CHOICES = ("shift", "skip")
 AMBIGUOUS_CHOICES = ("first", "second", "both")
@@ -40,6 +42,24 @@ def check_aware(dt: object, name: str) -> datetime:
     if dt.utcoffset() is None:
         raise ValueError(f"{name} must be timezone-aware, got naive {dt!r}")
     return dt
+
+
+class CronFires:
+    """A cron series' fire times on the POSIX timestamp (wall-clock) scale."""
+
+    __slots__ = ("_cron", "_origin")
+
+    timeline = "wall"
+
+    def __init__(self, cron: Cron, origin: float) -> None:
+        self._cron = cron
+        self._origin = origin
+
+    def first(self) -> float | None:
+        return self._cron.next_fire(self._origin)
+
+    def next_fire(self, after: float) -> float | None:
+        return self._cron.next_fire(after)
 
 
 class Cron:
@@ -95,9 +115,17 @@ class Cron:
         return None if found is None else found.replace(tzinfo=_UTC).astimezone(self._zone)
 
     def next_fire(self, after: float) -> float | None:
-        """``next_after`` on the POSIX timestamp scale: the series' interface."""
-        found = self._next_utc(_EPOCH + timedelta(seconds=after))
+        """``next_after`` on the POSIX timestamp scale."""
+        # Rounded down to the microsecond, never up: fire times are whole
+        # seconds, and rounding a time just before one up onto it would pass it.
+        whole = math.floor(after)
+        micros = math.floor((after - whole) * 1_000_000)
+        found = self._next_utc(_EPOCH + timedelta(seconds=whole, microseconds=micros))
         return None if found is None else (found - _EPOCH).total_seconds()
+
+    def fires(self, now: Reading) -> CronFires:
+        """The fire times of a series scheduled at ``now``: the first is after ``now.wall``."""
+        return CronFires(self, now.wall)
 
     def preview(self, n: int, after: datetime | None = None) -> list[datetime]:
         """The next ``n`` fire times after ``after`` (default: now); fewer if they run out."""
