@@ -31,6 +31,10 @@ __all__ = ["AMBIGUOUS_CHOICES", "NONEXISTENT_CHOICES", "Cron", "CronFires", "che
 NONEXISTENT_CHOICES = ("shift", "skip")
 AMBIGUOUS_CHOICES = ("first", "second", "both")
 
+# How far next_after looks: a new match iterator after each gap would
+# otherwise renew cronsim's own horizon and search to the end of the calendar.
+HORIZON_YEARS = 50
+
 _UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1)
 
@@ -106,7 +110,7 @@ class Cron:
     def next_after(self, dt: datetime) -> datetime | None:
         """The first fire time strictly after aware ``dt``, in the trigger's zone.
 
-        None when there is none within about 50 years (an expression that
+        None when there is none within 50 years (an expression that
         only matches times that never exist, under ``nonexistent="skip"``,
         or the end of the calendar). Naive ``dt``: ValueError.
         """
@@ -162,7 +166,8 @@ class Cron:
                 start -= here.change
         best: datetime | None = None
         matches = self._fields.matches_after(start)
-        while (m := next(matches, None)) is not None:
+        horizon = start.year + HORIZON_YEARS
+        while (m := next(matches, None)) is not None and m.year <= horizon:
             spot = place(m, zone)
             if spot.kind == NONEXISTENT:
                 lower = transition_instant(spot, zone)
