@@ -187,6 +187,8 @@ class Cron:
                 if instant > t:
                     best = instant if best is None else min(best, instant)
                     break
+            if best == lower:  # the bound is reached already: no need to look further
+                break
         return best
 
     def _follows_elapsed_time(self, spot: Placement) -> bool:
