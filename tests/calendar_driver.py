@@ -73,7 +73,6 @@ class Driver:
                     self.runs.append((series.series_id, decision.start.fire_time, now.wall))
                     self.clocks.advance(self.run_time)
                     self.hub.emit(series.finished(self.clocks.read(), failed=self.fail))
-                    jump = None
             now = self.clocks.read()
             wakes = [w for s in self.series if (w := s.next_wake(now)) is not None]
             if not wakes:

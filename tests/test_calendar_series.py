@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 from calendar_driver import Driver, FakeClocks, ts
 
-from pysched.calendar import Cron, Event, EventHub, Every, Reading, Series
+from pysched.calendar import ClockWatch, Cron, Event, EventHub, Every, Reading, Series
 
 HOUR = 3600.0
 
@@ -121,6 +121,26 @@ def test_wall_clock_set_forward_an_hour_catches_up_with_events() -> None:
     fires = d.fired("every")
     assert [b - a for a, b in zip(fires, fires[1:], strict=False)] == [1200.0] * (len(fires) - 1)
     assert [e.reason for e in d.of_kind("clock_jump")] == ["set_forward"]
+
+
+def test_a_jump_seen_during_a_run_names_the_reason_after_it() -> None:
+    clocks = FakeClocks(ts("2025-01-01T01:00"))
+    series = Series("job", Cron("*/10 * * * *"), clocks.read(), misfire_grace=60,
+                    overlap="queue")
+    watch = ClockWatch(clocks.read())
+    clocks.advance(600)
+    assert series.poll(clocks.read(), watch.observe(clocks.read())).start is not None
+    clocks.set_wall(HOUR)  # while 01:10 runs, the clock jumps to 02:10
+    jump = watch.observe(clocks.read())
+    assert jump is not None and series.poll(clocks.read(), jump).start is None
+    clocks.advance(5)
+    series.finished(clocks.read())
+    decision = series.poll(clocks.read(), watch.observe(clocks.read()))
+    # 01:20 .. 02:00 were jumped over; the on-time 02:10 run stands for them
+    assert [(e.kind, e.reason, e.count) for e in decision.events] == [
+        ("coalesced", "clock_jump", 5)]
+    assert decision.start is not None
+    assert (decision.start.fire_time, decision.start.count) == (ts("2025-01-01T02:10"), 6)
 
 
 def test_fall_back_night_hourly_and_half_hourly_follow_elapsed_time() -> None:

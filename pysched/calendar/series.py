@@ -114,7 +114,7 @@ class Series:
 
     __slots__ = ("series_id", "timeline", "misfire_grace", "catch_up", "max_catch_up",
                  "overlap", "on_error", "recheck", "last_fire", "running", "paused",
-                 "stopped", "_seq", "_next", "_ready")
+                 "stopped", "_seq", "_next", "_ready", "_jump")
 
     def __init__(self, series_id: Hashable, trigger: Trigger, now: Reading, *,
                  last_fire: float | None = None, misfire_grace: float = 1.0,
@@ -150,15 +150,19 @@ class Series:
         self.running: Fire | None = None
         self.paused = False
         self.stopped = False
+        self._jump: Jump | None = None  # seen while busy: names the reasons at the next decision
 
     # -- the scheduler's calls -------------------------------------------------------------
 
     def poll(self, now: Reading, jump: Jump | None = None) -> Decision:
         """At a wake-up: the run to start now, if any, and the events to emit."""
         events: list[Event] = []
+        if jump is not None:
+            self._jump = jump
         if self.stopped or self.paused or self.running is not None:
             return Decision(None, events)
-        self._collect(now, jump, events)
+        self._collect(now, self._jump, events)
+        self._jump = None
         start = self._ready.popleft() if self._ready else None
         self.running = start
         return Decision(start, events)
@@ -223,6 +227,7 @@ class Series:
         if not self.paused:
             return []
         self.paused = False
+        self._jump = None
         t = self._clock(now)
         if self._next is None or self._next > t:
             return []
