@@ -17,6 +17,8 @@ are the spec, and the parts mirror their names and structure.
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from libc.string cimport memset
 from libc.math cimport isfinite
 from libc.string cimport memmove
 from libc.stdint cimport int32_t, int64_t, uint64_t
@@ -54,6 +56,13 @@ cdef int _resize(void** array, Py_ssize_t* capacity, Py_ssize_t n, size_t item) 
     array[0] = resized
     capacity[0] = n
     return 0
+
+
+cdef void _shrink(void** array, Py_ssize_t n, size_t item) noexcept:
+    """Reallocate ``array`` down to ``n`` items of ``item`` bytes; on failure it stays as it was."""
+    cdef void* resized = PyMem_Realloc(array[0], n * item)
+    if resized != NULL:
+        array[0] = resized
 
 
 include "_checks.pxi"

@@ -363,8 +363,8 @@ cdef class Scheduler:
         # Live entries are the pending versions that are not parked, one each.
         for k in range(self._heap_len):
             entry = &self._heap[k]
-            assert 0 <= entry.slot < self._ids.slot_limit(), "entry slot"
-            if self._slots[entry.slot].pending_seq == entry.seq:
+            if self._is_live(entry):
+                assert 0 <= entry.slot < self._ids.slot_limit(), "live entry's slot"
                 live_slots.append(entry.slot)
         live = len(live_slots)
         assert live == len(set(live_slots)), "one live entry a slot"
@@ -455,6 +455,12 @@ cdef class Scheduler:
         self._maybe_rebuild()
         return True
 
+    cdef inline bint _is_live(self, const HeapEntry* entry) noexcept:
+        # A stale entry may name a slot cut off by a shrink: past _slots_capacity it
+        # is stale, and below it a cut slot's pending_seq is 0 (or a newer seq).
+        return (entry.slot < self._slots_capacity
+                and self._slots[entry.slot].pending_seq == entry.seq)
+
     cdef int _head(self) except -1:
         """Make the root the version ``next()`` would claim first; return 1 if there is one.
 
@@ -465,7 +471,7 @@ cdef class Scheduler:
         cdef object parked
         while self._heap_len:
             head = self._heap[0]
-            if self._slots[head.slot].pending_seq != head.seq:
+            if not self._is_live(&head):
                 self._pop()
                 self._stale_discarded += 1
                 self._edits += 1
@@ -572,7 +578,26 @@ cdef class Scheduler:
     cdef object _forget(self, Py_ssize_t slot):
         """Forget the id of ``slot``, now idle; return the id, for the caller to drop last."""
         self._edits += 1
-        return self._ids.remove(slot)
+        task_id = self._ids.remove(slot)
+        if self._ids.shrink():
+            self._fit_slots()
+        return task_id
+
+    cdef void _fit_slots(self) noexcept:
+        """Cut the per-slot arrays down to the id table's slots, which just shrank.
+
+        The cut slots are free: their fns and runs are None, their states
+        pending nothing. The lists are cut as far as memory allows.
+        """
+        cdef Py_ssize_t n = self._ids.slot_limit()
+        try:
+            del self._fns[n:]
+            del self._runs[n:]
+        except MemoryError:
+            pass  # longer than needed is still whole
+        if n * 4 < self._slots_capacity:
+            _shrink(<void**>&self._slots, max(16, 2 * n), sizeof(SlotState))
+            self._slots_capacity = max(16, 2 * n)
 
     cdef int _finish(self, Task task, str state, object exception) except -1:
         cdef Py_ssize_t slot = task._slot
@@ -619,9 +644,11 @@ cdef class Scheduler:
         Called before the table changes, so a MemoryError leaves everything as it was.
         """
         cdef Py_ssize_t slot = self._ids.slot_limit()
-        if slot >= self._slots_capacity:
-            _resize(<void**>&self._slots, &self._slots_capacity,
-                    max(16, 2 * self._slots_capacity), sizeof(SlotState))
+        cdef Py_ssize_t old = self._slots_capacity
+        if slot >= old:
+            _resize(<void**>&self._slots, &self._slots_capacity, max(16, 2 * old), sizeof(SlotState))
+            # A stale heap entry may name a slot past the old end: it must read as pending nothing.
+            memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
         while len(self._fns) <= slot:
             self._fns.append(None)
         while len(self._runs) <= slot:
@@ -709,13 +736,18 @@ cdef class Scheduler:
         self._sift_up(start, pos)
 
     cdef void _maybe_rebuild(self) noexcept:
-        """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1)."""
+        """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1).
+
+        Then give memory back if the heap is under a quarter full.
+        """
         cdef Py_ssize_t heap_live = self._live - len(self._parked)
         cdef Py_ssize_t k, kept = 0
         if self._heap_len <= _REBUILD_FLOOR or self._heap_len - heap_live <= heap_live:
+            if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
+                self._shrink_heap()
             return
         for k in range(self._heap_len):
-            if self._slots[self._heap[k].slot].pending_seq == self._heap[k].seq:
+            if self._is_live(&self._heap[k]):
                 self._heap[kept] = self._heap[k]
                 kept += 1
         self._stale_discarded += self._heap_len - kept
@@ -724,3 +756,13 @@ cdef class Scheduler:
             self._sift_down(k)
         self._edits += 1
         self._rebuilds += 1
+        if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
+            self._shrink_heap()
+
+    cdef void _shrink_heap(self) noexcept:
+        # To half full, so an oscillating load does not resize at every step;
+        # if the allocator cannot move it, the heap stays as it is.
+        try:
+            self._resize_heap(max(16, self._heap_len * 2))
+        except MemoryError:
+            pass
