@@ -91,20 +91,12 @@ cdef class IdTable:
         return 0
 
     cdef int _grow_slots(self) except -1:
-        cdef Py_ssize_t n = self.slot_capacity * 2 if self.slot_capacity else 16
-        cdef Py_hash_t* hashes
-        cdef int32_t* free
+        cdef Py_ssize_t n = _grown(self.slot_capacity, 0)
         if n > _MAX_SLOTS:
             raise MemoryError("too many live keys for one table")
-        hashes = <Py_hash_t*>PyMem_Realloc(self.hashes, n * sizeof(Py_hash_t))
-        if hashes == NULL:
-            raise MemoryError()
-        self.hashes = hashes
-        free = <int32_t*>PyMem_Realloc(self.free, n * sizeof(int32_t))
-        if free == NULL:
-            raise MemoryError()
-        self.free = free
-        self.slot_capacity = n
+        _grow(<void**>&self.hashes, n, sizeof(Py_hash_t))
+        _grow(<void**>&self.free, n, sizeof(int32_t))
+        self.slot_capacity = n  # only once both arrays are this long
         return 0
 
     cdef Py_ssize_t find(self, object key, Py_hash_t h) except -2:

@@ -152,9 +152,9 @@ cdef class Scheduler:
         after it finishes. O(log n): one heap push; the old entry is left in the
         heap as stale, to be dropped later at O(1) amortised cost.
         """
-        cdef Py_hash_t h = _as_hash(task_id, "task_id")
-        cdef double when = _as_time(run_at, "run_at")
-        cdef int64_t prio = _as_priority(priority, "priority")
+        cdef Py_hash_t h = _check_hashable(task_id, "task_id")
+        cdef double when = _check_time(run_at, "run_at")
+        cdef int64_t prio = _check_priority(priority, "priority")
         _check_callable(fn, "fn")
         return self._schedule(task_id, h, when, prio, fn)
 
@@ -186,8 +186,8 @@ cdef class Scheduler:
                         raise TypeError
                     task_id, run_at, priority, fn = item
                     hashes[k] = hash(task_id)
-                    times[k] = _as_time(run_at, "run_at")
-                    priorities[k] = _as_priority(priority, "priority")
+                    times[k] = _check_time(run_at, "run_at")
+                    priorities[k] = _check_priority(priority, "priority")
                     _check_callable(fn, "fn")
                 except Exception:
                     check_schedule_item(item, f"items[{k}]")  # raises, naming the field
@@ -212,7 +212,7 @@ cdef class Scheduler:
         and counts as running until it is finished. O(1) amortised: the heap
         entry turns stale in place.
         """
-        return self._cancel(task_id, _as_hash(task_id, "task_id"), True)
+        return self._cancel(task_id, _check_hashable(task_id, "task_id"), True)
 
     def cancel_pending(self, task_id):
         """cancel_pending(task_id) -> bool
@@ -223,7 +223,7 @@ cdef class Scheduler:
         pending (a running version then runs on, ``cancel_requested`` unset).
         O(1) amortised, as ``cancel()``.
         """
-        return self._cancel(task_id, _as_hash(task_id, "task_id"), False)
+        return self._cancel(task_id, _check_hashable(task_id, "task_id"), False)
 
     def peek(self):
         """peek() -> tuple[float, Hashable] | None
@@ -255,9 +255,9 @@ cdef class Scheduler:
         """
         cdef double t
         if now is None:
-            t = _as_time(self._clock(), "clock()")
+            t = _check_time(self._clock(), "clock()")
         else:
-            t = _as_time(now, "now")
+            t = _check_time(now, "now")
         return self._next(t)
 
     def pop_due(self, now=None, limit=None):
@@ -273,9 +273,9 @@ cdef class Scheduler:
         cdef Py_ssize_t cap = -1
         cdef list claimed = []
         if now is None:
-            t = _as_time(self._clock(), "clock()")
+            t = _check_time(self._clock(), "clock()")
         else:
-            t = _as_time(now, "now")
+            t = _check_time(now, "now")
         if limit is not None:
             cap = check_capacity(limit, "limit")
         while len(claimed) != cap:
@@ -322,7 +322,7 @@ cdef class Scheduler:
         None when nothing of it is pending or running: finished and cancelled
         ids are forgotten, so memory stays proportional to live tasks.
         """
-        cdef Py_ssize_t slot = self._ids.find(task_id, _as_hash(task_id, "task_id"))
+        cdef Py_ssize_t slot = self._ids.find(task_id, _check_hashable(task_id, "task_id"))
         if slot < 0:
             return None
         return _PENDING if self._slots[slot].pending_seq else _RUNNING
@@ -646,7 +646,8 @@ cdef class Scheduler:
         cdef Py_ssize_t slot = self._ids.slot_limit()
         cdef Py_ssize_t old = self._slots_capacity
         if slot >= old:
-            _resize(<void**>&self._slots, &self._slots_capacity, max(16, 2 * old), sizeof(SlotState))
+            _grow(<void**>&self._slots, _grown(old, slot + 1), sizeof(SlotState))
+            self._slots_capacity = _grown(old, slot + 1)
             # A stale heap entry may name a slot past the old end: it must read as pending nothing.
             memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
         while len(self._fns) <= slot:
@@ -661,17 +662,14 @@ cdef class Scheduler:
         # so the heap begins 32 bytes before a line: the block has room to
         # shift it there, and its data moves if a realloc changes the shift.
         cdef size_t old_shift = <char*>self._heap - <char*>self._heap_block
-        cdef char* block
         cdef size_t shift
         n = max(16, n)
-        block = <char*>PyMem_Realloc(self._heap_block, n * sizeof(HeapEntry) + 64)
-        if block == NULL:
-            raise MemoryError()
-        shift = (32 - <size_t>block) & 63
+        _grow(&self._heap_block, n * sizeof(HeapEntry) + 64, 1)
+        shift = (32 - <size_t>self._heap_block) & 63
         if self._heap_len and shift != old_shift:
-            memmove(block + shift, block + old_shift, self._heap_len * sizeof(HeapEntry))
-        self._heap_block = block
-        self._heap = <HeapEntry*>(block + shift)
+            memmove(<char*>self._heap_block + shift, <char*>self._heap_block + old_shift,
+                    self._heap_len * sizeof(HeapEntry))
+        self._heap = <HeapEntry*>(<char*>self._heap_block + shift)
         self._heap_capacity = n
         return 0
 

@@ -194,7 +194,7 @@ def test_the_wait_is_finite_across_the_whole_range(impl, run_at, now):
     s = impl.Scheduler()
     s.schedule("a", run_at, 0, noop)
     wait = s.next(now=now)
-    assert isinstance(wait, float) and 0 < wait and math.isfinite(wait)
+    assert isinstance(wait, float) and wait > 0 and math.isfinite(wait)
 
 
 @pytest.mark.skipif(NO_EXTENSIONS, reason="the core's own allocations")
