@@ -174,6 +174,27 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[dict[s
         drop_postgres_table(url, table)
 
 
+def schedulers(store_spec: dict[str, Any]) -> Iterator[Any]:
+    """The body of a ``make`` fixture: ``make(**options)`` makes a scheduler on a new store
+    object over the test's data; each is closed (and checked closed) afterwards."""
+    reset()
+    made: list[durable.DurableScheduler] = []
+
+    def factory(**options: Any) -> durable.DurableScheduler:
+        options.setdefault("poll_interval", 0.05)
+        store = open_spec(store_spec)
+        sched = durable.DurableScheduler(store, **options)
+        made.append(sched)
+        return sched
+
+    yield factory
+    for sched in made:
+        sched.close(timeout=30)
+        assert sched.closed
+        if store_spec["kind"] != "memory":
+            sched.store.close()
+
+
 def open_spec(spec: dict[str, Any]) -> durable.Store:
     """A (new) store object on the spec's data."""
     if spec["kind"] == "memory":
@@ -197,3 +218,7 @@ def put_raw(store: durable.Store, spec: dict[str, Any], **fields: Any) -> None:
         store._conns.get().execute(  # type: ignore[attr-defined]
             f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join(['%s'] * len(row))})",
             tuple(row.values()))
+
+
+def outcome(claim: durable.Claim, state: str = "completed") -> durable.Outcome:
+    return durable.Outcome(claim.token, claim.task_id, claim.version, state, None)

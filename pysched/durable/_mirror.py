@@ -104,7 +104,7 @@ class Mirror:
             except BadRow as exc:
                 bad.append((row, str(exc)))
                 continue
-            if row.state == PENDING and not row.blocked:
+            if row.state == PENDING and not row.blocked and s.served(row.ref, row.queue):
                 pending.add(row.task_id)
                 if (row.task_id, row.version) not in running_here:
                     self.put(row.task_id, row.version, row.run_at, row.priority)
