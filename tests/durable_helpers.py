@@ -14,7 +14,7 @@ where no server runs.
 from __future__ import annotations
 
 import os
-import subprocess  # noqa: F401 - hostile references reach os through it
+import subprocess  # hostile references in tests reach os through it, too
 import threading
 import time
 import uuid
@@ -139,6 +139,20 @@ def postgres_url() -> str:
         pytest.skip(reason)
     assert url is not None
     return url
+
+
+def restart_postgres(url: str) -> None:
+    """Restart the test server: the command in PYSCHED_TEST_POSTGRES_RESTART (.ci/run sets
+    it), else end every other session on it, which is what its clients see of a restart."""
+    command = os.environ.get("PYSCHED_TEST_POSTGRES_RESTART")
+    if command:
+        subprocess.run(command, shell=True, check=True, stdout=subprocess.DEVNULL)
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+                   " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
 
 
 def unique_table() -> str:
