@@ -60,7 +60,8 @@ class DurableScheduler:
     """A task scheduler whose schedule survives restarts and is shared between processes.
 
     ``store``: None (in memory), a SQLite path or ``sqlite:///path``, a
-    ``postgresql://`` URL or a ``Store``. ``schedule()`` is one store write
+    ``postgresql://`` URL or a ``Store``; ``table`` names the table of a store
+    opened here from a path or URL (default ``pysched_tasks``). ``schedule()`` is one store write
     plus an O(log n) heap push; claims are batches of up to
     ``max_workers + prefetch`` rows.
 
@@ -90,7 +91,8 @@ class DurableScheduler:
     """
 
     def __init__(self, store: Store | str | os.PathLike[str] | None = None, *,
-                 max_workers: int = 4, prefetch: int | None = None, owner: str | None = None,
+                 table: str | None = None, max_workers: int = 4, prefetch: int | None = None,
+                 owner: str | None = None,
                  lease: float = 30.0, heartbeat: float | None = None,
                  poll_interval: float = 1.0, resync_interval: float = 30.0,
                  max_clock_skew: float = 5.0, queues: Iterable[str] | None = None,
@@ -116,7 +118,10 @@ class DurableScheduler:
         if owner is not None and check_key(owner, "owner") == "":
             raise ValueError("owner must be a non-empty str")
         self._owns_store = not isinstance(store, Store)
-        self.store: Store = open_store(store)
+        if table is not None and (store is None or isinstance(store, Store)):
+            raise ValueError("table= applies to a SQLite or PostgreSQL store opened from a path"
+                             " or URL here; a Store object has its table already")
+        self.store: Store = open_store(store) if table is None else open_store(store, table=table)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.registry = registry
         if owner is not None:
