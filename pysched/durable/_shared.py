@@ -90,10 +90,14 @@ class Shared:
         """What this worker claims: read per claim, as tasks may be registered later."""
         return self.registry.serves(self.queues)
 
-    def served(self, ref: str, queue: str) -> bool:
-        """Whether a row belongs in the local heap: a worker serves it (a store that does
-        not report a row's ref, "", is taken to serve everything)."""
-        return self.cap > 0 and (ref == "" or self.serves().matches(ref, queue))
+    def served(self) -> Callable[[str, str], bool]:
+        """``served(ref, queue)``: whether a row belongs in the local heap, because this
+        worker serves it (a store that does not report a row's ref, "", is taken to
+        serve everything). Build it once per batch of rows: O(1) per row after."""
+        if self.cap == 0:
+            return lambda ref, queue: False
+        matches = self.serves().matcher()
+        return lambda ref, queue: ref == "" or matches(ref, queue)
 
     def guarded(self, action: Callable[[], object], what: str) -> bool:
         """Run a store chore; log and count a failure instead of ending the thread."""

@@ -111,6 +111,7 @@ class MemoryStore(Store):
             due: list[dict[str, Any]] = []
             blocked: list[dict[str, Any]] = []
             seen: set[str] = set()
+            matches = None if serves is None else serves.matcher()
             while heap and len(due) < limit:
                 entry = heap[0]
                 r = self._rows.get(entry[3])
@@ -122,7 +123,7 @@ class MemoryStore(Store):
                 else:
                     heappop(heap)
                     seen.add(entry[3])
-                    if serves is not None and not serves.matches(r["ref"], r["queue"]):
+                    if matches is not None and not matches(r["ref"], r["queue"]):
                         blocked.append(r)  # another worker's: left for it
                     else:
                         (blocked if _live(r, now) else due).append(r)

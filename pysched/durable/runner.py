@@ -245,13 +245,14 @@ class DurableScheduler:
                                ref, args, queue or self.registry.options(ref).queue))
         s = self._s
         futures, cancelled = [], []
+        served = s.served()
         with s.lock:
             self._check_open()
             # The one store call made under the lock: otherwise the claimer
             # could claim, run and finish a version before its Future exists.
             versions = self.store.schedule(new)
             for task, version in zip(new, versions, strict=True):
-                if s.served(task.ref, task.queue):
+                if served(task.ref, task.queue):
                     self._mirror.put(task.task_id, version, task.run_at, task.priority)
                 else:  # another worker's: an older version here must not linger
                     self._mirror.drop(task.task_id, version)
