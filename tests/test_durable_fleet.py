@@ -189,3 +189,41 @@ def test_a_table_made_by_an_older_version_gains_the_new_columns(
     (claim,) = store.claim(1e9, 5, "w", 60.0, registry_with("note").serves(["default"]))
     assert claim.task_id == "kept"
     store.close()
+
+
+def test_a_worker_prunes_what_it_finished_after_the_retention(make: Any) -> None:
+    s = make(retention=0.001, resync_interval=0.05)
+    for f in s.schedule_many([(f"p{i}", s.clock(), 0, h.note, [i]) for i in range(30)]):
+        f.result(30)
+    s.schedule("later", s.clock() + 3600, 0, h.note)
+    h.wait_for(lambda: s.stats()["pruned"] == 30, what="30 rows pruned")
+    assert s.store.counts() == {"pending": 1}
+
+
+def test_retry_policies_and_fleet_arguments_are_checked() -> None:
+    assert Retry(5, backoff=2.0, jitter=False).delay(3) == 8.0
+    assert Retry(5, backoff=2.0, max_backoff=5.0, jitter=False).delay(9) == 5.0
+    assert 0.5 <= Retry(backoff=1.0).delay(1) <= 1.0
+    assert Retry(2, on=KeyError).retries(KeyError("k"), 1)
+    assert not Retry(2, on=KeyError).retries(ValueError("v"), 1)
+    assert not Retry(2).retries(ValueError("v"), 2)  # the last try
+    for bad, match in [({"attempts": 0}, "attempts"), ({"attempts": 1.5}, "attempts"),
+                       ({"backoff": -1.0}, "backoff"), ({"max_backoff": float("inf")},
+                                                         "max_backoff")]:
+        with pytest.raises(ValueError, match=match):
+            Retry(**bad)
+    with pytest.raises(TypeError, match="on must be exception classes"):
+        Retry(on=[int])
+    with pytest.raises(TypeError, match="retry must be a Retry"):
+        TaskRegistry().register(h.note, "n", retry=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="queue"):
+        TaskRegistry().register(h.note, "n", queue="a\x00b")
+    for options, error, match in [
+            ({"queues": "mail"}, TypeError, "queues must be an iterable"),
+            ({"queues": []}, ValueError, "at least one queue"),
+            ({"queues": ["ok", 3]}, TypeError, "queue must be a str"),
+            ({"retention": 0}, ValueError, "retention must be > 0"),
+            ({"stale_after": -1}, ValueError, "stale_after"),
+            ({"max_clock_skew": 0}, ValueError, "max_clock_skew")]:
+        with pytest.raises(error, match=match):
+            DurableScheduler(None, **options)
