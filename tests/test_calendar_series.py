@@ -182,6 +182,21 @@ def test_overlap_coalesce_runs_once_for_the_fire_times_during_a_run() -> None:
     assert (first.reason, first.fire_time, first.count) == ("overlap", ts("2025-01-01T00:02"), 1)
 
 
+def test_a_coalesced_run_waits_again_when_the_wall_clock_is_set_back_before_it_starts() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("slow", Cron("* * * * *"), clocks.read(), overlap="coalesce", recheck=600)
+    clocks.advance(30)
+    assert series.poll(clocks.read()).start is not None  # 00:01 runs until 00:03:30
+    clocks.advance(150)
+    series.finished(clocks.read())  # 00:02 and 00:03 came due: one run for 00:03, decided
+    clocks.set_wall(-120)  # now 00:01:30
+    assert series.poll(clocks.read()).start is None
+    assert series.next_wake(clocks.read()) == clocks.mono + 90
+    clocks.advance(90)
+    start = series.poll(clocks.read()).start
+    assert start is not None and start.fire_time == ts("2025-01-01T00:03")
+
+
 def test_on_error_stop_ends_the_series_and_continue_goes_on() -> None:
     for on_error, runs in (("stop", 1), ("continue", 3)):
         clocks = FakeClocks(ts("2025-01-01T00:00:30"))

@@ -163,7 +163,10 @@ class Series:
             return Decision(None, events)
         self._collect(now, self._jump, events)
         self._jump = None
-        start = self._ready.popleft() if self._ready else None
+        start = None
+        # A run decided before the wall clock was set back waits for its instant again.
+        if self._ready and self._ready[0].fire_time <= self._clock(now):
+            start = self._ready.popleft()
         self.running = start
         return Decision(start, events)
 
@@ -199,15 +202,14 @@ class Series:
         """When to poll next, on the monotonic clock; None: not until ``finished``/``resume``."""
         if self.stopped or self.paused or self.running is not None:
             return None
-        if self._ready:
-            return now.mono
-        if self._next is None:
+        due = self._ready[0].fire_time if self._ready else self._next
+        if due is None:
             return None
         if self.timeline == "monotonic":
-            return self._next
+            return due
         # A calendar fire time is an instant on the wall clock; sleep on the
         # monotonic one, waking at least every ``recheck`` to notice jumps.
-        return now.mono + min(max(self._next - now.wall, 0.0), self.recheck)
+        return now.mono + min(max(due - now.wall, 0.0), self.recheck)
 
     def next_fire_times(self, n: int) -> list[float]:
         """The next ``n`` fire times not yet handled, on the series' timeline."""
