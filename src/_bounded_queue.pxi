@@ -18,6 +18,11 @@ from libc.stdint cimport int8_t
 from pysched._validate import duplicate_key, missing_key
 
 cdef enum:
+    _ACCEPTED = 0
+    _BY_QUOTA = 1
+    _BY_CAPACITY = 2
+
+cdef enum:
     _BQ_ARITY = 4            # as the scheduler's heap: half the depth of a binary one
     _MAX_RECORDS = 0x7FFFFFFF  # record numbers fit in int32_t
 
@@ -40,6 +45,16 @@ ctypedef struct Record:
     int32_t tenant_slot  # its tenant's slot in _tenants while alive, else -1
     int8_t alive         # in the queue; then it has exactly one node in each heap
     int8_t nodes         # heap nodes naming it: 2 while alive, 0 exactly while free
+
+
+ctypedef struct Offer:
+    # What a push decided (StableBoundedPriorityQueue._decide), for its commit.
+    uint64_t seq
+    Py_hash_t key_hash
+    Py_hash_t tenant_hash
+    Py_ssize_t tenant_slot  # the tenant's slot, or -1 if it has none yet (or no tenant)
+    bint full               # accepting evicts the worst entry
+    int refused             # _ACCEPTED, or why not: _BY_QUOTA or _BY_CAPACITY
 
 
 ctypedef struct Node:
@@ -261,7 +276,13 @@ cdef class StableBoundedPriorityQueue:
         the queue already. O(log n); a refusal is O(1).
         """
         cdef int64_t prio = _as_priority(priority, "priority")
-        return not isinstance(self._offer(prio, value, key, tenant, False), str)
+        cdef Offer offer
+        dropped = self._decide(&offer, prio, value, key, tenant, False)
+        if offer.refused:
+            self._refuse(&offer)
+            return False
+        self._commit(&offer, prio, value, key, tenant, dropped)
+        return True
 
     def push_or_evict(self, priority, value, *, key=None, tenant=None):
         """push_or_evict(priority, value, *, key=None, tenant=None) -> QueueEntry | None
@@ -273,7 +294,12 @@ cdef class StableBoundedPriorityQueue:
         (reason ``"capacity"`` or ``"quota"``) when it was refused. O(log n).
         """
         cdef int64_t prio = _as_priority(priority, "priority")
-        return self._offer(prio, value, key, tenant, True)
+        cdef Offer offer
+        dropped = self._decide(&offer, prio, value, key, tenant, True)
+        if offer.refused:
+            self._refuse(&offer)
+            return dropped
+        return self._commit(&offer, prio, value, key, tenant, dropped)
 
     def pop(self):
         """pop() -> value
@@ -483,65 +509,72 @@ cdef class StableBoundedPriorityQueue:
 
     # -- internals ---------------------------------------------------------
 
-    cdef object _offer(self, int64_t priority, object value, object key, object tenant,
-                       bint report):
-        """Admit or refuse one entry (``priority`` already checked).
+    cdef QueueEntry _decide(self, Offer* offer, int64_t priority, object value, object key,
+                            object tenant, bint report):
+        """Admit or refuse one entry (``priority`` already checked); change nothing.
 
-        Returns None (accepted, nothing dropped), the evicted QueueEntry, or for
-        a refusal the QueueEntry of the newcomer when ``report`` is true and the
-        reason string when it is not (push() needs no object).
+        Fills ``offer`` with the decision and returns the QueueEntry the commit
+        needs: for a refusal the newcomer's when ``report`` is true (push()
+        needs no object); for an admission when full, the shell that receives
+        the evicted entry; else None. Room in every array and table is made here.
         """
-        cdef Py_hash_t kh = 0, th = 0
-        cdef Py_ssize_t ks = -1, ts = -1, load
-        cdef uint64_t stamp, seq
-        cdef bint full
-        cdef str refused
-        cdef QueueEntry dropped = None
-        cdef int32_t r, victim
-        if key is not None:
-            kh = _as_hash(key, "key")
-        if tenant is not None:
-            th = _as_hash(tenant, "tenant")
+        cdef Py_ssize_t load
+        cdef uint64_t stamp
+        cdef QueueEntry dropped
+        offer.key_hash = _as_hash(key, "key") if key is not None else 0
+        offer.tenant_hash = _as_hash(tenant, "tenant") if tenant is not None else 0
         while True:
-            # __eq__ of a key or tenant, and any allocation (through the GC's
-            # finalisers), may run Python code that edits this queue: then look
-            # again, so the commit below acts on whole, current state.
+            # __eq__ of a key or tenant, and any allocation (through the
+            # collector's finalisers), may run Python code that edits this
+            # queue: then decide again, so the commit acts on whole, current state.
             stamp = self._stamp
-            if key is not None and self._keys is not None and self._keys.find(key, kh) >= 0:
+            dropped = None
+            if key is not None and self._keys is not None and self._keys.find(key, offer.key_hash) >= 0:
                 raise duplicate_key(key)
-            ts = self._tenants.find(tenant, th) if tenant is not None and self._tenants is not None else -1
-            seq = self._seq + 1
-            refused = None
-            full = self._live == self._capacity
-            load = self._tenant_count[ts] if ts >= 0 else 0
+            offer.tenant_slot = (self._tenants.find(tenant, offer.tenant_hash)
+                                 if tenant is not None and self._tenants is not None else -1)
+            offer.seq = self._seq + 1
+            offer.full = self._live == self._capacity
+            load = self._tenant_count[offer.tenant_slot] if offer.tenant_slot >= 0 else 0
             if tenant is not None and self._quota >= 0 and load >= self._quota:
-                refused = _QUOTA
+                offer.refused = _BY_QUOTA
             # Full: the newcomer's seq is the newest, so only a strictly lower
             # priority number beats the worst (the root of _worst is live).
-            elif full and (not self._capacity or priority >= ~self._worst[0].priority):
-                refused = _CAPACITY
-            if refused is not None:
+            elif offer.full and (not self._capacity or priority >= ~self._worst[0].priority):
+                offer.refused = _BY_CAPACITY
+            else:
+                offer.refused = _ACCEPTED
+            if offer.refused:
                 if report:
-                    dropped = _bq_entry(priority, seq, value, key, tenant, refused)
+                    dropped = _bq_entry(priority, offer.seq, value, key, tenant,
+                                        _QUOTA if offer.refused == _BY_QUOTA else _CAPACITY)
             else:
-                if full:
+                if offer.full:
                     dropped = QueueEntry.__new__(QueueEntry)
-                self._reserve(key is not None, tenant is not None and ts < 0)
+                self._reserve(key is not None, tenant is not None and offer.tenant_slot < 0)
             if stamp == self._stamp:
-                break
-        if refused is not None:
-            self._seq = seq
-            if refused is _QUOTA:
-                self._rejected_quota += 1
-            else:
-                self._rejected_capacity += 1
-            return dropped if report else refused
+                return dropped
+
+    cdef void _refuse(self, Offer* offer) noexcept:
+        """Count a refusal: it only uses up its sequence number."""
+        self._seq = offer.seq
+        if offer.refused == _BY_QUOTA:
+            self._rejected_quota += 1
+        else:
+            self._rejected_capacity += 1
+
+    cdef object _commit(self, Offer* offer, int64_t priority, object value, object key,
+                        object tenant, QueueEntry dropped):
+        """Add the decided entry, evicting the worst into ``dropped`` when full; return that."""
+        cdef Py_ssize_t ks = -1, ts = offer.tenant_slot
+        cdef uint64_t seq = offer.seq
+        cdef int32_t r, victim
         # The tables may fail to grow: add to them before anything else changes.
         if key is not None:
-            ks = self._keys.add(key, kh)
+            ks = self._keys.add(key, offer.key_hash)
         if tenant is not None and ts < 0:
             try:
-                ts = self._tenants.add(tenant, th)
+                ts = self._tenants.add(tenant, offer.tenant_hash)
                 self._tenant_count[ts] = 0
             except BaseException:
                 if ks >= 0:
@@ -556,7 +589,7 @@ cdef class StableBoundedPriorityQueue:
             self._key_rec[ks] = r
         if ts >= 0:
             self._tenant_count[ts] += 1
-        if full:
+        if offer.full:
             victim = self._worst[0].rec
             self._kill(victim, dropped, _EVICTED)
             # The new node takes the root of _worst in one sift instead of a pop and a push.

@@ -29,3 +29,4 @@ cdef inline Py_hash_t _as_hash(object value, str name) except? -1:
         return hash(value)
     except TypeError:
         return check_hashable(value, name)
+

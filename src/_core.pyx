@@ -26,7 +26,9 @@ from pysched._validate import (
     check_callable,
     check_capacity,
     check_hashable,
+    check_iterable,
     check_priority,
+    check_schedule_item,
     check_time,
 )
 
@@ -42,6 +44,17 @@ cdef extern from *:
     #endif
     """
     void PYSCHED_PREFETCH(const void* p) noexcept nogil
+
+# One growth helper for every C array.
+cdef int _resize(void** array, Py_ssize_t* capacity, Py_ssize_t n, size_t item) except -1:
+    """Reallocate ``array`` to ``n`` items of ``item`` bytes; a MemoryError leaves it as it was."""
+    cdef void* resized = PyMem_Realloc(array[0], n * item)
+    if resized == NULL:
+        raise MemoryError()
+    array[0] = resized
+    capacity[0] = n
+    return 0
+
 
 include "_checks.pxi"
 include "_id_table.pxi"

@@ -14,6 +14,7 @@ where no server runs.
 from __future__ import annotations
 
 import os
+import subprocess  # noqa: F401 - hostile references reach os through it
 import threading
 import time
 import uuid
@@ -85,6 +86,19 @@ def close_self(key: str) -> str:
 def module_level_function(x: int) -> int:
     """Not registered: reachable only as ``durable_helpers:module_level_function``."""
     return x * 2
+
+
+# Names that a getattr chain from this module reaches, none of them defined here:
+# a hostile row may name them, and none may run.
+alias_of_module_level_function = module_level_function
+lambda_here = lambda x: x  # noqa: E731 - a lambda bound to a module-level name
+
+
+class Holder:
+    """A class here: naming it would instantiate it; its method is defined here."""
+
+    def method(self) -> None:
+        pass
 
 
 def reset() -> None:
@@ -165,3 +179,21 @@ def open_spec(spec: dict[str, Any]) -> durable.Store:
     if spec["kind"] == "memory":
         return spec["store"]  # type: ignore[no-any-return]
     return durable.open_store(spec["target"], table=spec["table"])
+
+
+def put_raw(store: durable.Store, spec: dict[str, Any], **fields: Any) -> None:
+    """Write a row as a corrupt or hostile database would hold it, bypassing all checks."""
+    row = {"version": 1, "state": "pending", "run_at": 0.0, "priority": 0, "ref": "note",
+           "args": '{"args":[],"kwargs":{}}', "attempts": 0, "seq": 0, "fmt": 1, **fields}
+    if spec["kind"] == "memory":
+        store._put_raw(**row)  # type: ignore[attr-defined]
+        return
+    cols = ", ".join(row)
+    if spec["kind"] == "sqlite":
+        db = store._conns.get()  # type: ignore[attr-defined]
+        db.execute(f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join('?' * len(row))})",
+                   tuple(row.values()))
+    else:
+        store._conns.get().execute(  # type: ignore[attr-defined]
+            f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join(['%s'] * len(row))})",
+            tuple(row.values()))

@@ -24,6 +24,7 @@ from typing import Any
 from .store import (
     CANCELLED,
     ERROR,
+    KNOWN_STATES,
     PENDING,
     ROW_FORMAT,
     RUNNING,
@@ -32,16 +33,21 @@ from .store import (
     Outcome,
     Row,
     Store,
+    check_key,
 )
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore(Store):
-    """A Store kept in memory; ``clock`` (wall seconds) is injectable for tests."""
+    """A Store kept in memory; ``clock`` (wall seconds) is injectable for tests, and
+    ``reference_clock=True`` makes it stand for a server's clock shared by all nodes."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time,
+                 reference_clock: bool = False) -> None:
         self._clock = clock
+        # A test can make ``clock`` stand for a database server's clock.
+        self.reference_clock = reference_clock
         self._lock = threading.Lock()
         self._rows: dict[str, dict[str, Any]] = {}
         self._due: list[tuple[float, int, int, str]] = []  # (run_at, -priority, seq, task_id)
@@ -49,6 +55,9 @@ class MemoryStore(Store):
         self._high: float | None = None
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        for task in tasks:
+            check_key(task.task_id, "task_id")
+            check_key(task.ref, "ref")
         versions = []
         with self._lock:
             for t in tasks:
@@ -66,6 +75,7 @@ class MemoryStore(Store):
         return versions
 
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        check_key(task_id, "task_id")
         with self._lock:
             row = self._rows.get(task_id)
             allowed = (PENDING, RUNNING) if version is None else (PENDING,)
@@ -134,10 +144,12 @@ class MemoryStore(Store):
                 results.append(recorded)
         return results
 
-    def heartbeat(self, owner: str, lease: float) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
         with self._lock:
             expires = self._clock() + lease
-            held = [r for r in self._rows.values() if r["lease_owner"] == owner]
+            wanted = None if tokens is None else set(tokens)
+            held = [r for r in self._rows.values() if r["lease_owner"] == owner
+                    and (wanted is None or r["lease_token"] in wanted)]
             for r in held:
                 r["lease_expires"] = expires
             return len(held)
@@ -147,6 +159,20 @@ class MemoryStore(Store):
             now = self._clock()
             return self._release([r for r in self._rows.values()
                                   if r["lease_expires"] is not None and r["lease_expires"] < now])
+
+    def repair_leases(self, horizon: float) -> list[str]:
+        with self._lock:
+            latest = self._clock() + horizon
+            return self._release([r for r in self._rows.values() if r["state"] == RUNNING and (
+                type(r["lease_expires"]) not in (int, float) or r["lease_expires"] > latest)])
+
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(i, r["state"]) for i, r in self._rows.items()
+                    if r["state"] not in KNOWN_STATES][:limit]
+
+    def now(self) -> float:
+        return self._clock()
 
     def release_owner(self, owner: str) -> list[str]:
         with self._lock:
@@ -165,6 +191,7 @@ class MemoryStore(Store):
             return True
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        check_key(task_id, "task_id")
         with self._lock:
             row = self._rows.get(task_id)
             return None if row is None else dict(row)

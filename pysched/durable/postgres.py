@@ -19,6 +19,7 @@ mode, with explicit transactions for multi-statement writes.
 from __future__ import annotations
 
 import json
+import select
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,7 +29,17 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
 from ._sql import ThreadConnections, check_table, index_statements
-from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
+from .store import (
+    KNOWN_STATES,
+    ROW_FORMAT,
+    Claim,
+    NewTask,
+    Outcome,
+    Row,
+    Store,
+    check_key,
+    claim_order,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -42,6 +53,7 @@ class PostgresStore(Store):
     """A Store in table ``table`` of the PostgreSQL database at ``url`` (created if absent)."""
 
     notifies = True
+    reference_clock = True
 
     def __init__(self, url: str, *, table: str = "pysched_tasks",
                  connect_timeout: float = 10.0) -> None:
@@ -49,11 +61,13 @@ class PostgresStore(Store):
         self.table = t = check_table(table)
         self._timeout = connect_timeout
         self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(
-            self._connect, psycopg.Connection.close)
+            self._connect, self._disconnect, _usable)
         self._listener: psycopg.Connection[Any] | None = None
+        self.subscriptions = 0  # LISTENs made: each one must be followed by a full re-read
         # Server processes of our own connections: their notifications are
         # of writes this process has already applied, so the listener skips them.
         self._own_pids: set[int] = set()
+        self._pid_of: dict[int, int] = {}  # id(connection) -> its server process id
         db = self._conns.get()
         with db.transaction():
             # Creating the same table from several processes at once races in
@@ -74,16 +88,39 @@ class PostgresStore(Store):
 
     def _connect(self) -> psycopg.Connection[Any]:
         db = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._timeout))
+        self._pid_of[id(db)] = db.info.backend_pid
         self._own_pids.add(db.info.backend_pid)
         return db
 
+    def _disconnect(self, db: psycopg.Connection[Any]) -> None:
+        # A server process id is reused after a restart: another client's
+        # notifications must not be skipped as ours.
+        self._own_pids.discard(self._pid_of.pop(id(db), -1))
+        db.close()
+
     def _notify(self, db: psycopg.Connection[Any], task_ids: Iterable[str]) -> None:
-        payload = json.dumps(list(task_ids), separators=(",", ":"))
-        if len(payload.encode()) > _NOTIFY_MAX:
-            payload = "*"
-        db.execute("SELECT pg_notify(%s, %s)", (self.table, payload))
+        """Notify the ids in payloads that fit, never ``*``: a listener treats a full
+        re-read as suspect (any role may send one) and debounces it."""
+        payloads: list[list[str]] = []
+        chunk: list[str] = []
+        size = 2
+        for task_id in task_ids:
+            item = len(json.dumps(task_id).encode()) + 1
+            if chunk and size + item > _NOTIFY_MAX:
+                payloads.append(chunk)
+                chunk, size = [], 2
+            chunk.append(task_id)
+            size += item
+        if chunk:
+            payloads.append(chunk)
+        for ids in payloads:
+            db.execute("SELECT pg_notify(%s, %s)",
+                       (self.table, json.dumps(ids, separators=(",", ":"))))
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        for task in tasks:
+            check_key(task.task_id, "task_id")
+            check_key(task.ref, "ref")
         if not tasks:
             return []
         t = self.table
@@ -111,6 +148,7 @@ class PostgresStore(Store):
         return versions
 
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        check_key(task_id, "task_id")
         db = self._conns.get()
         with db.transaction():
             row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
@@ -147,8 +185,7 @@ class PostgresStore(Store):
             " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
             " t.ref, t.args, t.attempts, t.lease_token, t.fmt, t.seq",
             {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease}).fetchall()
-        found.sort(key=lambda r: (r[2], -r[3], r[9]))  # RETURNING gives no order
-        return [Claim(*r[:9]) for r in found]
+        return [Claim(*r[:9]) for r in claim_order(found)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         if not outcomes:
@@ -178,10 +215,27 @@ class PostgresStore(Store):
                     self._notify(db, released)  # newer versions may wait for these leases
         return [o.token in recorded for o in outcomes]
 
-    def heartbeat(self, owner: str, lease: float) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
+        if tokens is None:
+            return self._conns.get().execute(
+                f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s",
+                (lease, owner)).rowcount
         return self._conns.get().execute(
-            f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s",
-            (lease, owner)).rowcount
+            f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s"
+            " AND lease_token = ANY(%s)", (lease, owner, list(tokens))).rowcount
+
+    def repair_leases(self, horizon: float) -> list[str]:
+        return self._release(f"state = 'running' AND (lease_expires IS NULL OR lease_expires"
+                             f" > {NOW} + %s OR lease_expires = 'NaN')", (horizon,))
+
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self._conns.get().execute(
+            f"SELECT task_id, state FROM {self.table} WHERE NOT (state = ANY(%s)) LIMIT %s",
+            (sorted(KNOWN_STATES), limit)).fetchall()]
+
+    def now(self) -> float:
+        (now,) = self._conns.get().execute(f"SELECT {NOW}").fetchone()  # type: ignore[misc]
+        return float(now)
 
     def requeue_expired(self) -> list[str]:
         return self._release(f"lease_expires < {NOW}", ())
@@ -210,6 +264,7 @@ class PostgresStore(Store):
             " AND version = %s AND state = 'pending'", (message, task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        check_key(task_id, "task_id")
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = %s",
                                         (task_id,)).fetchone()
         return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))
@@ -228,9 +283,22 @@ class PostgresStore(Store):
         return None if row is None else float(row[0])
 
     def wait_changes(self, timeout: float) -> set[str] | None:
+        try:
+            return self._wait_changes(timeout)
+        except psycopg.Error:
+            # The listening connection is gone (server restart, terminated backend):
+            # the next call subscribes on a new one, and says so by an empty set.
+            listener, self._listener = self._listener, None
+            if listener is not None:
+                self._disconnect(listener)
+            raise
+
+    def _wait_changes(self, timeout: float) -> set[str] | None:
         if self._listener is None:
-            self._listener = self._connect()
-            self._listener.execute(f"LISTEN {self.table}")
+            listener = self._connect()
+            listener.execute(f"LISTEN {self.table}")
+            self._listener = listener
+            self.subscriptions += 1
             return set()  # writes before LISTEN are unseen: re-read everything once
         changed: set[str] | None = None
         # The first notification ends the wait; the rest already queued are drained.
@@ -248,7 +316,25 @@ class PostgresStore(Store):
     def close(self) -> None:
         self._conns.close_all()
         if self._listener is not None:
-            self._listener.close()
+            self._disconnect(self._listener)
+
+
+def _usable(db: psycopg.Connection[Any]) -> bool:
+    """False for a connection that is closed, broken, or that the server ended while it was
+    idle (a restart, pg_terminate_backend, an idle timeout).
+
+    An idle connection has nothing to read unless the server sent its farewell
+    (an error and end of stream), so a readable socket means the session is gone:
+    found without a round trip, before a statement is sent on it. Only a statement
+    that was never sent can be retried safely, which is why this is checked first.
+    """
+    if db.closed or db.broken:
+        return False
+    try:
+        readable, _, _ = select.select([db.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable
 
 
 def _merge(changed: set[str] | None, payload: str) -> set[str]:

@@ -22,10 +22,12 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+import types
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from .errors import NotDurable, UnknownTask
+from .store import check_key
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,8 +75,8 @@ class TaskRegistry:
             name = _import_name(fn)
             if name is None:
                 raise NotDurable(_why_not_durable(fn) + "; pass name= to register it")
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"name must be a non-empty str, not {name!r}")
+        if check_key(name, "name") == "":
+            raise ValueError("name must be a non-empty str")
         with self._lock:
             old = self._by_name.get(name)
             if old is not None and old is not fn:
@@ -135,8 +137,9 @@ class TaskRegistry:
         fn = self._by_name.get(ref)  # importing the module may have registered it
         if fn is not None:
             return fn
-        if not callable(obj):
-            raise UnknownTask(f"task {ref!r} names a {type(obj).__name__}, not a function")
+        why = _not_defined_as(obj, module_name, qualname)
+        if why is not None:
+            raise UnknownTask(f"task {ref!r} refused: {why}")
         return obj  # type: ignore[no-any-return]
 
     def _module_allowed(self, module: str) -> bool:
@@ -166,7 +169,24 @@ def _import_name(fn: Any) -> str | None:
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
         return None
-    return name if obj is fn else None
+    return name if obj is fn and _not_defined_as(obj, module, qualname) is None else None
+
+
+def _not_defined_as(obj: Any, module: str, qualname: str) -> str | None:
+    """Why ``obj`` is not a plain function defined as ``module:qualname``, or None if it is.
+
+    What a getattr chain reaches is not what the module defines: ``myapp:os.system``
+    reaches the os module's function through an import in myapp, a class would be
+    instantiated, a builtin or a bound method belongs to something else. Only a
+    Python function whose own ``__module__`` and ``__qualname__`` are the reference
+    may run.
+    """
+    if not isinstance(obj, types.FunctionType):
+        return f"it names a {type(obj).__name__}, not a function defined in {module}"
+    if obj.__module__ != module or obj.__qualname__ != qualname:
+        return (f"it names {obj.__module__}:{obj.__qualname__}, a function defined elsewhere"
+                f" than {module}:{qualname}")
+    return None
 
 
 def _why_not_durable(fn: Any) -> str:

@@ -21,7 +21,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._sql import ThreadConnections, check_table, index_statements
-from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store
+from .store import (
+    KNOWN_STATES,
+    ROW_FORMAT,
+    Claim,
+    NewTask,
+    Outcome,
+    Row,
+    Store,
+    check_key,
+    claim_order,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -74,6 +84,9 @@ class SQLiteStore(Store):
         db.execute(f"UPDATE {self.table}_meta SET value = value + 1 WHERE key = 'changes'")
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        for task in tasks:
+            check_key(task.task_id, "task_id")
+            check_key(task.ref, "ref")
         t = self.table
         versions = []
         with self._write() as db:
@@ -96,6 +109,7 @@ class SQLiteStore(Store):
         return versions
 
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        check_key(task_id, "task_id")
         with self._write() as db:
             row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
                              " WHERE task_id = :id AND (state = 'pending' OR state = 'running'"
@@ -140,9 +154,7 @@ class SQLiteStore(Store):
                 " lease_token, fmt, seq",
                 {"owner": owner, "now": now, "lease": lease, "threshold": threshold,
                  "limit": limit}).fetchall()
-        # RETURNING gives no order: put the batch back in claim order.
-        found.sort(key=lambda r: (r[2], -r[3], r[9]))
-        return [Claim(*r[:9]) for r in found]
+        return [Claim(*r[:9]) for r in claim_order(found)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         t = self.table
@@ -162,13 +174,34 @@ class SQLiteStore(Store):
                 results.append(recorded)
         return results
 
-    def heartbeat(self, owner: str, lease: float) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
+        expires = self._clock() + lease
         with self._write() as db:
-            return db.execute(f"UPDATE {self.table} SET lease_expires = ? WHERE lease_owner = ?",
-                              (self._clock() + lease, owner)).rowcount
+            if tokens is None:
+                return db.execute(f"UPDATE {self.table} SET lease_expires = ?"
+                                  " WHERE lease_owner = ?", (expires, owner)).rowcount
+            # executemany's rowcount is the sum over the statements.
+            return db.executemany(f"UPDATE {self.table} SET lease_expires = ? WHERE"
+                                  " lease_token = ? AND lease_owner = ?",
+                                  [(expires, token, owner) for token in tokens]).rowcount
 
     def requeue_expired(self) -> list[str]:
         return self._release("lease_expires < ?", self._clock())
+
+    def repair_leases(self, horizon: float) -> list[str]:
+        # typeof() catches a lease that is not a number at all (a hostile write).
+        return self._release("state = 'running' AND (lease_expires IS NULL OR"
+                             " typeof(lease_expires) NOT IN ('real', 'integer')"
+                             " OR lease_expires > ?)", self._clock() + horizon)
+
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        known = ", ".join(f"'{s}'" for s in sorted(KNOWN_STATES))
+        return [(r[0], r[1]) for r in self._conns.get().execute(
+            f"SELECT task_id, state FROM {self.table} WHERE state NOT IN ({known})"
+            " OR state IS NULL LIMIT ?", (limit,)).fetchall()]
+
+    def now(self) -> float:
+        return self._clock()
 
     def release_owner(self, owner: str) -> list[str]:
         return self._release("lease_owner = ?", owner)
@@ -194,6 +227,7 @@ class SQLiteStore(Store):
                               (message, task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        check_key(task_id, "task_id")
         row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = ?",
                                         (task_id,)).fetchone()
         return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))

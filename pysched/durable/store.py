@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -41,15 +42,20 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 ERROR = "error"  # the row itself could not be run: bad reference, JSON or format
 FINAL_STATES = frozenset({COMPLETED, FAILED, CANCELLED, ERROR})
+KNOWN_STATES = FINAL_STATES | {PENDING, RUNNING}
 
 # Rows carry the format they were written in; a reader refuses newer ones.
 ROW_FORMAT = 1
 INT64_MAX = 2**63 - 1
+# The longest task id every store keeps, in UTF-8 bytes: well under PostgreSQL's
+# b-tree entry limit (about 2.7 kB) and its notification payload (8 kB).
+MAX_KEY_BYTES = 1024
 
 __all__ = [
-    "CANCELLED", "COMPLETED", "ERROR", "FAILED", "FINAL_STATES", "PENDING", "ROW_FORMAT",
-    "RUNNING", "Claim", "NewTask", "Outcome", "Row", "Store", "check_claim", "check_fields",
-    "decode_args", "encode_args",
+    "CANCELLED", "COMPLETED", "ERROR", "FAILED", "FINAL_STATES", "KNOWN_STATES", "PENDING",
+    "ROW_FORMAT", "RUNNING", "Claim", "NewTask", "Outcome", "Row", "Store", "check_claim",
+    "check_fields",
+    "check_key", "claim_order", "decode_args", "encode_args",
 ]
 
 
@@ -96,6 +102,37 @@ class Outcome(NamedTuple):
     version: int
     state: str  # completed, failed or error
     error: str | None
+
+
+def check_key(value: Any, name: str, limit: int = MAX_KEY_BYTES) -> str:
+    """``value`` if every store can keep it as a key: a str of valid Unicode, no NUL, at
+    most ``limit`` UTF-8 bytes; else TypeError or ValueError naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{name} must not contain NUL characters, got {value[:80]!r}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} must be valid Unicode text, got {value[:80]!r}: {exc.reason}"
+                         ) from None
+    if size > limit:
+        raise ValueError(f"{name} is {size} bytes in UTF-8; a store keeps at most {limit}")
+    return value
+
+
+def claim_order(found: list[Any]) -> list[Any]:
+    """Claimed rows ``(task_id, version, run_at, priority, ..., seq)`` in claim order.
+
+    RETURNING gives no order. The sort happens after the claim committed, so it
+    must not raise on a row whose fields are corrupt (a text ``seq``): that would
+    lose the whole leased batch. Such a batch keeps the database's order; a
+    corrupt row is then refused when its claim is checked.
+    """
+    try:
+        return sorted(found, key=lambda r: (r[2], -r[3], r[-1]))
+    except TypeError:
+        return list(found)
 
 
 def encode_args(args: Sequence[Any], kwargs: dict[str, Any] | None) -> str:
@@ -198,12 +235,29 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def heartbeat(self, owner: str, lease: float) -> int:
-        """Extend every lease held by ``owner`` to ``lease`` seconds from now; return how many."""
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
+        """Extend leases of ``owner`` to ``lease`` seconds from now; return how many.
+
+        With ``tokens``, only the leases of those claims (the runs in flight in the
+        caller), so a lease the caller no longer knows of (a claim whose answer was
+        lost) expires instead of being renewed forever. None renews every lease
+        of ``owner``.
+        """
 
     @abstractmethod
     def requeue_expired(self) -> list[str]:
         """Release expired leases; running rows go back to pending. Returns the task ids."""
+
+    @abstractmethod
+    def repair_leases(self, horizon: float) -> list[str]:
+        """Put back to pending the rows running with no lease or a lease expiring more
+        than ``horizon`` seconds from now (no live worker sets either). Returns the ids.
+        O(rows): housekeeping calls it once per resync, not per poll.
+        """
+
+    @abstractmethod
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        """Up to ``limit`` (task_id, state) of rows in a state this version does not know."""
 
     @abstractmethod
     def release_owner(self, owner: str) -> list[str]:
@@ -228,6 +282,17 @@ class Store(ABC):
     @abstractmethod
     def wall_high_water(self, wall: float | None = None) -> float | None:
         """Raise the stored highest wall time seen to ``wall`` (if given); return it."""
+
+    # True when now() is a clock shared by every node and independent of this
+    # machine's (the database server's): the reference for clock-skew checks.
+    reference_clock = False
+    # How many times a notifying store has (re)subscribed: after each, writes
+    # made while it was not listening are unseen, so a full re-read must follow.
+    subscriptions = 0
+
+    def now(self) -> float:
+        """The store's clock in seconds since the epoch: what leases are measured on."""
+        return time.time()
 
     def changed(self) -> bool:
         """True if another process may have written since the last call (polling stores)."""
