@@ -100,8 +100,8 @@ def _before(t: float) -> float:
 class Series:
     """One recurring series: which fire times to run, skip, coalesce or run late.
 
-    ``misfire_grace`` (seconds): a fire time run within it of its instant is
-    on time; later, it is missed, and ``catch_up`` decides: ``"none"`` skips
+    ``misfire_grace`` (seconds, or None for no limit): a fire time run within
+    it of its instant is on time; later, it is missed, and ``catch_up`` decides: ``"none"`` skips
     the missed ones, ``"latest"`` runs once for all of them (or lets an
     on-time run stand for them), ``"all"`` runs each of the newest
     ``max_catch_up`` and skips older ones. ``overlap`` says what becomes of
@@ -117,10 +117,11 @@ class Series:
                  "stopped", "_seq", "_next", "_ready", "_jump")
 
     def __init__(self, series_id: Hashable, trigger: Trigger, now: Reading, *,
-                 last_fire: float | None = None, misfire_grace: float = 1.0,
+                 last_fire: float | None = None, misfire_grace: float | None = 1.0,
                  catch_up: str = "latest", max_catch_up: int = 100, overlap: str = "skip",
                  on_error: str = "continue", recheck: float = 60.0) -> None:
-        grace = check_time(misfire_grace, "misfire_grace")
+        # None: never missed, however late (each due fire time is on time).
+        grace = math.inf if misfire_grace is None else check_time(misfire_grace, "misfire_grace")
         if grace < 0:
             raise ValueError(f"misfire_grace must be >= 0, got {misfire_grace!r}")
         if isinstance(max_catch_up, bool) or not isinstance(max_catch_up, int):
@@ -191,10 +192,9 @@ class Series:
             events += self._group(SKIPPED, fires, complete, end, lambda f: OVERLAP)
             self._advance_to(_before(end))
         else:  # coalesce: one run now, standing for the latest of them
-            latest = fires[-1] if complete else self._newest(fires[-1], end, 1)[0]
-            rest = fires[:-1] if complete else fires
-            events += self._group(COALESCED, rest, complete, end, lambda f: OVERLAP)
-            self._ready.append(Fire(latest, end - latest, len(fires) if complete else None))
+            rest, [latest], exact = self._split_newest(fires, complete, end, 1)
+            events += self._group(COALESCED, rest, exact, end, lambda f: OVERLAP)
+            self._ready.append(Fire(latest, end - latest, len(rest) + 1 if exact else None))
             self._advance_to(latest)
         return events
 
@@ -262,19 +262,18 @@ class Series:
         if first < cutoff:
             coalesced = self._catch_up(first, cutoff, t, has_on_time, jump, events)
             stands_for = 1 + coalesced
-        fire = on_time
-        runs = 0
-        while fire is not None and fire <= t and runs < self.max_catch_up:
-            self._ready.append(Fire(fire, t - fire, stands_for if runs == 0 else 1))
-            self.last_fire = fire
-            fire = self._seq.next_fire(fire)
-            runs += 1
-        if fire is not None and fire <= t:  # more on-time fire times than max_catch_up
-            fires, complete = self._scan(fire, math.nextafter(t, math.inf))
-            events += self._group(SKIPPED, fires, complete, t, lambda f: CATCH_UP_CAP)
-            self._advance_to(t)
-        else:
-            self._next = fire
+        if on_time is None or on_time > t:
+            self._next = on_time
+            return
+        fires, complete = self._scan(on_time, math.nextafter(t, math.inf))
+        # more due on time than max_catch_up (a tiny interval, a huge grace): the newest run
+        older, newest, exact = self._split_newest(fires, complete, math.nextafter(t, math.inf),
+                                                  self.max_catch_up)
+        events += self._group(SKIPPED, older, exact, t, lambda f: CATCH_UP_CAP)
+        for i, fire in enumerate(newest):
+            self._ready.append(Fire(fire, t - fire, stands_for if i == 0 else 1))
+        self.last_fire = newest[-1]
+        self._next = self._seq.next_fire(newest[-1])
 
     def _catch_up(self, first: float, cutoff: float, t: float, has_on_time: bool,
                   jump: Jump | None, events: list[Event]) -> int:
@@ -298,17 +297,14 @@ class Series:
             events += self._group(COALESCED, fires, complete, t, reason)
             self._advance_to(_before(cutoff))
             return len(fires) if complete else 0
-        if complete:
-            older, newest = fires[:-keep], fires[-keep:]
-        else:
-            older, newest = fires, self._newest(fires[-1], cutoff, keep)
+        older, newest, exact = self._split_newest(fires, complete, cutoff, keep)
         if self.catch_up == "latest":
-            events += self._group(COALESCED, older, complete, t, reason)
-            count = len(fires) if complete else None
+            events += self._group(COALESCED, older, exact, t, reason)
+            count = len(older) + 1 if exact else None
             events.append(self._event(LATE, reason(newest[0]), newest[0], t - newest[0], count))
             self._ready.append(Fire(newest[0], t - newest[0], count))
         else:
-            events += self._group(SKIPPED, older, complete, t, lambda f: CATCH_UP_CAP)
+            events += self._group(SKIPPED, older, exact, t, lambda f: CATCH_UP_CAP)
             for fire in newest:
                 events.append(self._event(LATE, reason(fire), fire, t - fire))
                 self._ready.append(Fire(fire, t - fire))
@@ -318,17 +314,31 @@ class Series:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _scan(self, first: float, before: float) -> tuple[list[float], bool]:
+    def _scan(self, first: float | None, before: float,
+              limit: int | None = None) -> tuple[list[float], bool]:
         """Fire times from ``first`` (a fire time) up to ``before`` exclusive, at most
-        ``SCAN_LIMIT``; and whether that is all of them."""
+        ``limit`` (default ``SCAN_LIMIT``); and whether that is all of them."""
+        if limit is None:
+            limit = SCAN_LIMIT
         fires: list[float] = []
-        fire: float | None = first
+        fire = first
         while fire is not None and fire < before:
-            if len(fires) == SCAN_LIMIT:
+            if len(fires) == limit:
                 return fires, False
             fires.append(fire)
             fire = self._seq.next_fire(fire)
         return fires, True
+
+    def _split_newest(self, fires: list[float], complete: bool, before: float,
+                      n: int) -> tuple[list[float], list[float], bool]:
+        """(older, the newest ``n``, whether ``older`` is exact) of the fire times from
+        ``fires[0]`` up to ``before``, of which ``_scan`` gave ``fires``."""
+        if not complete:
+            rest, complete = self._scan(self._seq.next_fire(fires[-1]), before, n)
+            if not complete:
+                return fires, self._newest(fires[-1], before, n), False
+            fires = fires + rest
+        return fires[:-n], fires[-n:], True
 
     def _newest(self, after: float, before: float, n: int) -> list[float]:
         """The newest ``n`` fire times in (after, before), given there are more than n,
