@@ -159,7 +159,7 @@ class Series:
         """At a wake-up: the run to start now, if any, and the events to emit."""
         events: list[Event] = []
         if jump is not None:
-            self._jump = jump
+            self.note_jump(jump)
         if self.stopped or self.paused or self.running is not None:
             return Decision(None, events)
         self._collect(now, self._jump, events)
@@ -170,6 +170,10 @@ class Series:
             start = self._ready.popleft()
         self.running = start
         return Decision(start, events)
+
+    def note_jump(self, jump: Jump) -> None:
+        """A wall-clock jump was seen: the next decision names its fire times' reasons by it."""
+        self._jump = jump
 
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
         """The run ``poll`` returned has ended at ``now``; ``failed``: it raised."""
