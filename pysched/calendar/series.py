@@ -260,6 +260,13 @@ class Series:
         if first is None or first > t:
             return
         cutoff = t - self.misfire_grace  # fire times before it are missed
+        if first >= cutoff:  # the common case, one fire time due and on time: no scan
+            after = self._seq.next_fire(first)
+            if after is None or after > t:
+                self._ready.append(Fire(first, t - first))
+                self.last_fire = first
+                self._next = after
+                return
         on_time = first if first >= cutoff else self._seq.next_fire(_before(cutoff))
         has_on_time = on_time is not None and on_time <= t
         stands_for = 1
