@@ -90,6 +90,19 @@ def test_a_wake_up_polls_only_the_due_series(monkeypatch: pytest.MonkeyPatch) ->
     assert polls == runs  # one poll per run: nothing polled for nothing
 
 
+@pytest.mark.slow
+def test_a_hundred_thousand_interval_series_fire_on_time() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
+    d = BookDriver(clocks)  # asserts that no run starts before its fire time
+    for i in range(100_000):
+        d.book.add(Series(i, Every(1 + i % 60), clocks.read()), clocks.read())
+    d.run_until_wall(ts("2025-01-01T00:01"))
+    runs = Counter(sid for sid, _, _ in d.runs)
+    assert all(runs[i] == 60 // (1 + i % 60) for i in range(100_000))
+    assert all(wall - ts("2025-01-01T00:00") == fire for _, fire, wall in d.runs)  # none late
+    assert d.events == []
+
+
 def test_replacing_pausing_resuming_cancelling() -> None:
     clocks = FakeClocks(ts("2025-01-01T00:00:30"))
     d = BookDriver(clocks)
