@@ -300,6 +300,22 @@ def test_no_misfire_grace_runs_each_due_fire_time_up_to_the_cap() -> None:
         ts("2025-01-01T00:03"), ts("2025-01-01T00:04"), ts("2025-01-01T00:05")]
 
 
+def test_an_interval_on_the_wall_timeline_has_the_same_fire_times_in_every_process() -> None:
+    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    first = FakeClocks(ts("2025-01-01T00:00:05"), mono=10.0)
+    second = FakeClocks(ts("2025-01-01T00:07:30"), mono=99_999.0)  # started later, elsewhere
+    a = Series("e", Every(60, start=start), first.read(), timeline="wall", misfire_grace=None)
+    b = Series("e", Every(60, start=start), second.read(), timeline="wall", last_fire=ts(
+        "2025-01-01T00:07"))
+    assert a.timeline == b.timeline == "wall"
+    assert a.next_fire_times(9)[-2:] == [ts("2025-01-01T00:07"), ts("2025-01-01T00:08")]
+    assert b.next_fire_times(1) == [ts("2025-01-01T00:08")]
+    with pytest.raises(ValueError, match="timeline"):
+        Series("c", Cron("* * * * *"), first.read(), timeline="monotonic")
+    with pytest.raises(ValueError, match="timeline"):
+        Series("c", Every(5), first.read(), timeline="elsewhere")
+
+
 def test_pause_resume_skips_with_events() -> None:
     clocks = FakeClocks(ts("2025-01-01T00:00:30"))
     series = Series("p", Cron("* * * * *"), clocks.read())

@@ -72,7 +72,7 @@ class FireSequence(Protocol):
 class Trigger(Protocol):
     """What ``Series`` needs of ``Cron`` and ``Every``."""
 
-    def fires(self, now: Reading) -> FireSequence: ...
+    def fires(self, now: Reading, timeline: str = ...) -> FireSequence: ...
 
 
 @dataclass(frozen=True)
@@ -110,16 +110,19 @@ class Series:
     wait and are then handled as late fire times). ``on_error``: ``"continue"``
     or ``"stop"`` the series when a run fails. ``last_fire``: the last fire time
     already handled (a durable series restarts from it); None: a new series.
+    ``timeline``: the trigger's own (None), or "wall" to put an ``Every`` on
+    POSIX seconds, the same in every process.
     """
 
-    __slots__ = ("series_id", "timeline", "misfire_grace", "catch_up", "max_catch_up",
+    __slots__ = ("series_id", "trigger", "timeline", "misfire_grace", "catch_up", "max_catch_up",
                  "overlap", "on_error", "recheck", "last_fire", "running", "paused",
                  "stopped", "_seq", "_next", "_ready", "_jump")
 
     def __init__(self, series_id: Hashable, trigger: Trigger, now: Reading, *,
                  last_fire: float | None = None, misfire_grace: float | None = 1.0,
                  catch_up: str = "latest", max_catch_up: int = 100, overlap: str = "skip",
-                 on_error: str = "continue", recheck: float = 60.0) -> None:
+                 on_error: str = "continue", recheck: float = 60.0,
+                 timeline: str | None = None) -> None:
         # None: never missed, however late (each due fire time is on time).
         grace = math.inf if misfire_grace is None else check_time(misfire_grace, "misfire_grace")
         if grace < 0:
@@ -139,7 +142,8 @@ class Series:
         self.overlap = check_choice(overlap, "overlap", OVERLAPS)
         self.on_error = check_choice(on_error, "on_error", ON_ERRORS)
         self.recheck = recheck  # longest sleep of a calendar series, to notice wall-clock jumps
-        self._seq = trigger.fires(now)
+        self.trigger = trigger
+        self._seq = trigger.fires(now) if timeline is None else trigger.fires(now, timeline)
         self.timeline = self._seq.timeline
         if last_fire is None:
             self.last_fire: float | None = None
