@@ -475,3 +475,38 @@ def test_the_module_doctests_pass():
 
     result = doctest.testmod(pysched.aio._scheduler)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_future_kept_after_its_version_holds_neither_its_arguments_nor_its_context(
+        make_scheduler, loop_factory):
+    import contextvars
+    import gc
+    import weakref
+
+    var = contextvars.ContextVar("var")
+
+    class Payload:
+        pass
+
+    async def coro(payload):
+        await asyncio.sleep(0)
+
+    async def main():
+        refs, futures = [], []
+        async with make_scheduler() as s:
+            for name, fn, delay in [("plain", id, 0.0), ("coro", coro, 0.0),
+                                    ("cancelled", id, 10.0), ("replaced", id, 10.0)]:
+                payload, value = Payload(), Payload()
+                var.set(value)
+                refs += [weakref.ref(payload), weakref.ref(value)]
+                futures.append(s.schedule_in(name, delay, 0, fn, (payload,)))
+                del payload, value
+            s.cancel("cancelled")
+            s.schedule_in("replaced", 0.0, 0, int)
+            var.set(None)
+            await asyncio.gather(*futures, return_exceptions=True)
+        gc.collect()
+        return [ref() is None for ref in refs], futures
+
+    freed, futures = run(main, loop_factory)
+    assert all(freed) and all(f.done() for f in futures)

@@ -47,7 +47,10 @@ class AsyncTaskFuture(asyncio.Future):  # type: ignore[type-arg]
     _owner: _Owner | None  # while the version is pending or running
     _task_id: Hashable
     _version: int
-    _context: contextvars.Context  # its caller's context, which the version runs in
+    # Its caller's context, which the version runs in; dropped once it started
+    # or ended, as the core Task is, so a Future kept after its version holds
+    # neither the context's values nor fn and its arguments.
+    _context: contextvars.Context | None
     # Set when the version is claimed:
     _task: Any  # the core Task
     _aio: asyncio.Task[Any] | None  # the asyncio Task awaiting its result, if any
@@ -84,6 +87,7 @@ class AsyncTaskFuture(asyncio.Future):  # type: ignore[type-arg]
     def _resolve_cancelled(self, reason: str, msg: Any = None) -> bool:
         """Cancel the Future itself with ``reason`` (also its message unless ``msg`` is given)."""
         self._owner = None
+        self._context = None
         if self.done():
             return False
         self._cancel_reason = reason

@@ -340,6 +340,7 @@ class AsyncScheduler:
         """End a claimed version that has not begun, as if it never was: it never will."""
         del self._running[run._task_id]
         self._core.release(run._task)
+        run._task = None
         if reason == REPLACED:
             self._counts.replaced += 1
         else:
@@ -351,6 +352,7 @@ class AsyncScheduler:
             aio.add_done_callback(self._orphan_done, context=self._own_context)
             aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
         run._coro.close()  # so the coroutine is not reported as never awaited
+        run._aio = run._coro = None
         run._resolve_cancelled(reason, msg)
 
     def _orphan_done(self, aio: asyncio.Task[Any]) -> None:
@@ -429,6 +431,8 @@ class AsyncScheduler:
         if len(running) > self._peak:
             self._peak = len(running)
         context = fut._context
+        assert context is not None
+        fut._context = None
         self._calling = fut
         try:
             result = context.run(task.fn)
@@ -459,6 +463,7 @@ class AsyncScheduler:
         del running[task_id]
         if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
             fut._owner = None
+            fut._task = None
             self._core.complete(task)
             self._counts.completed += 1
             fut.set_result(result)
@@ -481,8 +486,8 @@ class AsyncScheduler:
             exc, result = error, None
         running = self._running
         del running[fut._task_id]
-        fut._coro = None
         self._end(fut, result, exc)
+        fut._aio = fut._coro = None  # the Task holds the version's context
         if not running or self._drain_waiters:
             self._settle()
         if self._pump_handle is None:  # a slot is free, and a parked newer version may be due
@@ -494,6 +499,7 @@ class AsyncScheduler:
         """Finish a version that has left ``_running``: the core, the counters, its Future."""
         fut._owner = None
         task = fut._task
+        fut._task = None
         if exc is None and fut._stop_reason is not None and fut._aio is None:
             # A plain call asked to stop while it ran ends cancelled, as a
             # Task cancelled in its last step does.
