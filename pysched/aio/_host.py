@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ._tasks import TASKS_TAKE_A_CONTEXT
+from ._calls import TASKS_TAKE_A_CONTEXT
 
 __all__ = ["NAME", "Host"]
 

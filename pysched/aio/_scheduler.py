@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from contextvars import copy_context
@@ -20,10 +19,10 @@ from .. import _impl
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN, check_transition
 from .._errors import SchedulerClosed
-from .._validate import check_callable, check_capacity, check_hashable, check_time
+from .._validate import check_capacity, check_hashable, check_time
+from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
-from ._tasks import TASKS_TAKE_A_CONTEXT, has_begun
 
 __all__ = ["AsyncScheduler"]
 
@@ -135,7 +134,7 @@ class AsyncScheduler:
             loop = self._bind()
         if self._state is not OPEN:
             raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
-        call = fn if args is _NO_ARGS and kwargs is None else _bound_call(fn, args, kwargs)
+        call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
         fut = AsyncTaskFuture(loop=loop)
         fut._owner = self
@@ -520,7 +519,7 @@ class AsyncScheduler:
             self._core.fail(task, exc)
             self._counts.failed += 1
             if not fut.done():
-                fut.set_exception(_settable(exc))
+                fut.set_exception(settable(exc))
 
     def _settle(self) -> None:
         """After versions ended: let the host go when idle, close when closing and idle."""
@@ -555,26 +554,3 @@ class AsyncScheduler:
     def _on_timer(self) -> None:
         self._timer = None
         self._pump()
-
-
-def _settable(exc: BaseException) -> BaseException:
-    """``exc``, or a RuntimeError from it if it is a StopIteration (which a Future refuses)."""
-    if isinstance(exc, StopIteration):
-        error = RuntimeError("a scheduled function raised StopIteration")
-        error.__cause__ = exc
-        return error
-    return exc
-
-
-def _bound_call(fn: Callable[..., Any], args: Iterable[Any],
-                kwargs: Mapping[str, Any] | None) -> Callable[[], Any]:
-    """``fn`` with its arguments bound, after checking all three."""
-    check_callable(fn, "fn")
-    if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
-        raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")
-    if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise TypeError(f"kwargs must be a mapping, not {type(kwargs).__name__}")
-    args = tuple(args)
-    if not args and not kwargs:
-        return fn
-    return functools.partial(fn, *args, **(kwargs or {}))
