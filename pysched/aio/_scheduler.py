@@ -446,11 +446,15 @@ class AsyncScheduler:
                     aio = self._loop.create_task(coro, context=context)
                 else:  # the Task copies the current context
                     aio = context.run(self._loop.create_task, coro)
-                fut._aio = aio
-                if fut._stop_reason is not None:  # cancelled while its fn ran
-                    aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
+                if running.get(task_id) is fut:  # not ended by an eager first step
+                    fut._aio = aio
+                    if fut._stop_reason is not None:  # cancelled while its fn ran
+                        aio.cancel(fut._stop_msg if fut._stop_msg is not None
+                                   else fut._stop_reason)
                 return
         except BaseException as exc:  # noqa: BLE001 - each outcome is the version's, as in a Task
+            if running.get(task_id) is not fut:  # an eager first step ended it, then raised
+                raise
             del running[task_id]
             self._end(fut, None, exc)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
