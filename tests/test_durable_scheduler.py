@@ -16,7 +16,7 @@ import pytest
 from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched import SchedulerClosed
-from pysched.durable import NewTask, NotDurable, TaskRegistry
+from pysched.durable import DurableScheduler, MemoryStore, NewTask, NotDurable, TaskRegistry
 
 ARGS = '{"args":[],"kwargs":{}}'
 
@@ -346,3 +346,37 @@ def test_a_claimed_version_cancelled_before_it_started_never_starts_on_any_execu
         h.event("sc-release").set()
         s.close()
         pool.shutdown()
+
+
+class _SlowFullReads(MemoryStore):
+    """A memory store whose full re-reads hang while ``gate`` is shut."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.stuck = threading.Event()
+
+    def rows(self, task_ids: Any = None) -> Any:
+        if task_ids is None and not self.gate.is_set():
+            self.stuck.set()
+            assert self.gate.wait(30)
+        return super().rows(task_ids)
+
+
+def test_a_slow_full_read_never_delays_the_heartbeat() -> None:
+    h.reset()
+    store = _SlowFullReads()
+    s = DurableScheduler(store, lease=5.0, heartbeat=0.02, poll_interval=0.05,
+                         resync_interval=0.05)
+    try:
+        s.schedule("busy", s.clock(), 0, h.hold, args=["slow-started", "slow-release"])
+        assert h.event("slow-started").wait(30)
+        store.gate.clear()
+        assert store.stuck.wait(30)  # housekeeping is now inside a re-read that hangs
+        expiry = s.row("busy")["lease_expires"]
+        h.wait_for(lambda: s.row("busy")["lease_expires"] > expiry, what="a renewal")
+    finally:
+        store.gate.set()
+        h.event("slow-release").set()
+        s.close()
