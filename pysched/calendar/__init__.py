@@ -8,10 +8,12 @@ the asyncio scheduler and the durable scheduler drive it.
 """
 
 from ._readings import ClockWatch, Jump, Reading
+from .book import SeriesBook
 from .cron import Cron
 from .events import Event, EventHub, clock_jump_event
 from .every import Every
 from .series import Decision, Fire, Series
 
 __all__ = ["ClockWatch", "Cron", "Decision", "Event", "EventHub", "Every", "Fire", "Jump",
-           "Reading", "Series", "clock_jump_event"]
+           "Reading", "Series", "SeriesBook",
+           "clock_jump_event"]

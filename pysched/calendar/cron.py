@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from .._recurring import check_choice
+from .._validate import check_choice
 from ._cron_fields import CronFields
 from ._readings import Reading
 from ._zones import AMBIGUOUS, NONEXISTENT, Placement, place, resolve_tz, transition_instant
@@ -79,8 +79,6 @@ class Cron:
 
     __slots__ = ("_fields", "_zone", "nonexistent", "ambiguous")
 
-    timeline = "wall"
-
     def __init__(self, expr: str, *, tz: str | tzinfo | None = None,
                  nonexistent: str = "shift", ambiguous: str = "first") -> None:
         self._fields = CronFields(expr)
@@ -127,8 +125,12 @@ class Cron:
         found = self._next_utc(_EPOCH + timedelta(seconds=whole, microseconds=micros))
         return None if found is None else (found - _EPOCH).total_seconds()
 
-    def fires(self, now: Reading) -> CronFires:
-        """The fire times of a series scheduled at ``now``: the first is after ``now.wall``."""
+    def fires(self, now: Reading, timeline: str = "wall") -> CronFires:
+        """The fire times of a series scheduled at ``now``: the first is after ``now.wall``.
+
+        Calendar fire times are wall-clock instants: ``timeline`` must be "wall".
+        """
+        check_choice(timeline, "timeline", ("wall",))
         return CronFires(self, now.wall)
 
     def preview(self, n: int, after: datetime | None = None) -> list[datetime]:
