@@ -380,3 +380,17 @@ def test_a_slow_full_read_never_delays_the_heartbeat() -> None:
         store.gate.set()
         h.event("slow-release").set()
         s.close()
+
+
+def test_a_worker_repairs_rows_running_without_a_lease_and_reports_unknown_states(
+        make: Any, store_spec: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    s = make(resync_interval=0.05)
+    with caplog.at_level("WARNING", logger="pysched.durable"):
+        h.put_raw(s.store, store_spec, task_id="orphan", state="running")
+        h.put_raw(s.store, store_spec, task_id="odd", state="zombie")
+        h.wait_for(lambda: s.row("orphan")["state"] == "completed", what="the repaired row's run")
+        h.wait_for(lambda: any("does not know" in r.getMessage() for r in caplog.records),
+                   what="the unknown state's report")
+    assert s.stats()["repaired"] == 1 and s.row("odd")["state"] == "zombie"
+    reports = [r for r in caplog.records if "'odd'" in r.getMessage()]
+    assert len(reports) == 1  # once, not at every resync
