@@ -276,13 +276,18 @@ cdef class Scheduler:
             t = _check_time(self._clock(), "clock()")
         else:
             t = _check_time(now, "now")
+        cdef Py_ssize_t n = 0
+        cdef uint64_t edits
+        cdef Task task
         if limit is not None:
             cap = check_capacity(limit, "limit")
-        while len(claimed) != cap:
-            task = self._next(t)
-            if type(task) is not Task:
-                break
-            claimed.append(task)
+        # next()'s loop, without its per-call costs.
+        while n != cap and self._head() and self._heap[0].run_at <= t:
+            edits = self._edits
+            task = Task.__new__(Task)  # may start a collection whose finalisers call back in
+            if edits == self._edits:
+                claimed.append(self._claim(task))
+                n += 1
         return claimed
 
     def complete(self, Task task not None):
