@@ -26,7 +26,8 @@ starts, may run Python code that calls back in. So each call allocates before
 it commits and looks again when such code edited the scheduler (``_edits``
 changed), and objects it takes out (an old fn, a forgotten id) are released
 only when it returns, once the state is whole. Forgotten slots hold nothing,
-so stale heap entries keep no id or fn alive.
+so stale heap entries keep no id or fn alive. The twin's dict also hashes an
+id while inserting it; the Cython core stores hashes and never calls back then.
 """
 
 from __future__ import annotations
