@@ -138,3 +138,22 @@ def test_a_worker_killed_by_a_done_callback_closes_the_pool_and_resolves_everyth
     if not after.cancelled():  # started by the worker that died before running it
         assert isinstance(after.exception(0), RuntimeError)
     assert any("died" in record.getMessage() for record in caplog.records)
+
+
+def test_a_slow_done_callback_holds_back_no_claimed_task(make_pool):
+    pool = make_pool(2)
+    first, second = Gate(), Gate()
+    head = pool.submit(first)
+    other = pool.submit(second)
+    first.wait_started()
+    second.wait_started()
+    ran = threading.Event()
+    target = pool.submit(ran.set)  # both workers busy: it waits in the core
+    saw_target_run = []
+    head.add_done_callback(lambda _: saw_target_run.append(ran.wait(WAIT)))
+    first.release()  # its worker runs the callback, which waits for target
+    second.release()  # the other worker must be free to run target
+    target.result(WAIT)
+    other.result(WAIT)
+    assert pool.close(wait=True, timeout=WAIT)
+    assert saw_target_run == [True], "target waited behind the callback that waited for it"

@@ -302,7 +302,11 @@ class PoolThreads:
                 with lock:
                     if fut is not None:
                         failure, owns = book.finish(task, fut, True, start, now, failure, ended)
-                    work = self._next_work(now, ended)
+                    # Done callbacks are user code that may take long: claim the next
+                    # version only after them, so it does not wait behind them while
+                    # another worker could run it.
+                    if fut is None or not (owns and fut._callback_list):
+                        work = self._next_work(now, ended)
                 if fut is not None:
                     if owns:
                         if fut._series is None or failure is not None:
