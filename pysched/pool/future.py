@@ -131,10 +131,11 @@ class TaskFuture(Future):  # type: ignore[type-arg]
 
     @property
     def _waiters(self) -> list[Any]:  # type: ignore[override]
-        with self._lock:  # reentrant: callers may hold it already
-            if self._waiter_list is None:
-                self._waiter_list = []
-            return self._waiter_list
+        # Every reader (Future's methods, wait(), as_completed()) holds the lock already.
+        waiters = self._waiter_list
+        if waiters is None:
+            waiters = self._waiter_list = []
+        return waiters
 
     @property
     def _done_callbacks(self) -> list[Callable[[Future[Any]], Any]]:
