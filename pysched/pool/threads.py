@@ -52,7 +52,6 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from .._close_state import CLOSED as STATE_CLOSED
@@ -196,7 +195,7 @@ class PoolThreads:
             done = self.book.cancel_future(fut, ended)
         end_futures(ended)
         if done is None:  # no longer ours: ended by someone else, or never added
-            return fut._cancel_reason is not None or Future.cancel(fut)
+            return fut._cancel_reason is not None or fut._cancel_unowned()
         return done
 
     def token_for(self, fut: TaskFuture) -> CancelToken:
