@@ -277,7 +277,7 @@ class PoolThreads:
 
     def _work_loop(self) -> None:
         lock = self.lock
-        clock = self.clock
+        read_clock = self.read_clock
         book = self.book
         set_current = _current_run.set
         reset_current = _current_run.reset
@@ -291,12 +291,7 @@ class PoolThreads:
         ended: list[TaskFuture] = []
         try:
             while True:
-                try:
-                    now = clock()
-                    if now.__class__ is not float or now - now != 0.0:
-                        now = self._bad_reading(now, start)
-                except Exception as exc:
-                    now = self._bad_reading(exc, start)
+                now = read_clock(start)
                 # Finish the previous version and start the next in one critical section.
                 with lock:
                     if fut is not None:
@@ -321,12 +316,7 @@ class PoolThreads:
                         return
                 task, fut = work
                 work = None
-                try:
-                    start = clock()
-                    if start.__class__ is not float or start - start != 0.0:
-                        start = self._bad_reading(start, now)
-                except Exception as exc:
-                    start = self._bad_reading(exc, now)
+                start = read_clock(now)
                 if fut._timeout is not None:
                     with lock:
                         book.track_timeout(fut, start)
