@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import weakref
 from collections import deque
@@ -84,6 +85,10 @@ def _interpreter_exit() -> None:
 
 
 threading._register_atexit(_interpreter_exit)  # type: ignore[attr-defined]
+if hasattr(os, "register_at_fork"):
+    # A forked child has none of its parent's pool threads (and a parent's lock
+    # may be held for good there): its exit must not wait for them.
+    os.register_at_fork(after_in_child=_live.clear)
 
 
 def _exit_refusal(message: str) -> RuntimeError:
