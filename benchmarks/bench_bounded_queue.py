@@ -1,8 +1,8 @@
-"""StableBoundedPriorityQueue: the Cython core against its pure twin and two baselines.
+"""StableBoundedPriorityQueue: the Cython core against heapq, two heaps, the twin and SortedList.
 
-The workloads (``churn``, ``top_k``) and the sortedcontainers baseline live in
-pysched.bench.bounded_workloads, which ``python -m pysched.bench`` runs too;
-this script is their stand-alone report at one size.
+The workloads (``churn``, ``top_k``) live in pysched.bench.bounded_workloads
+and the baselines in pysched.bench.bounded_baselines, which ``python -m
+pysched.bench`` runs too; this script is their stand-alone report at one size.
 
 Run: ``python benchmarks/bench_bounded_queue.py [n_pushes] [repeats]``
 (defaults 1,000,000 and 3). Each figure is the least CPU time of this process
@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from pysched.bench.bounded import queue_competitors
+from pysched.bench.bounded import TWO_HEAPS, queue_competitors
 from pysched.bench.bounded_workloads import churn, churn_priorities, churn_queue, top_k
 from pysched.bench.competitors import CORE
 
@@ -52,7 +52,8 @@ def main(n_pushes: int = 1_000_000, repeats: int = 3) -> None:
         print(f"churn  C={capacity:>7,} n={n_pushes:,}: " + "  ".join(
             f"{impls[key][0]} {seconds:.3f}s" for key, seconds in times.items()))
         if CORE in times:
-            print(f"       pysched is {times['py'] / times[CORE]:.1f}x the pure twin")
+            print(f"       pysched is {times[TWO_HEAPS] / times[CORE]:.1f}x heapq, two heaps"
+                  f" and {times['py'] / times[CORE]:.1f}x the pure twin")
     for k in (100, 10_000):
         runs = {label: top_k(cls, k, n_pushes, 1) for label, cls in impls.values()}
         runs["heapq.nsmallest"] = top_k(None, k, n_pushes, 1)

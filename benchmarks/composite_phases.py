@@ -1,4 +1,4 @@
-"""Where the composite workload's time goes: CPU time per phase, core and twin.
+"""Where the composite workload's time goes: CPU time per phase, core, twin and heapq, versioned.
 
 The composite of ``python -m pysched.bench`` (same inputs: schedule n tasks,
 re-schedule 10% sooner, cancel another 10%, run the rest), timed phase by
@@ -6,8 +6,8 @@ phase, in nanoseconds per task id (per n, so the phases add up to the total).
 For work on the core: at n = 1,000,000 the drain is bound by cache misses,
 and its figure is what the core's prefetching moved.
 
-Run: ``python benchmarks/composite_phases.py [n] [rounds] [c|py|c,py]``
-(defaults 1,000,000, 3 and c,py). Rounds alternate the implementations; each
+Run: ``python benchmarks/composite_phases.py [n] [rounds] [c,py,versioned]``
+(defaults 1,000,000, 3 and c,versioned). Rounds alternate the implementations; each
 line is one round. Compare two builds by running this from each in turns:
 on a shared machine the same build moves by 30% between runs.
 """
@@ -19,27 +19,30 @@ import sys
 import time
 from typing import Any
 
-from pysched.bench.competitors import drain_scheduler
+from pysched.bench.baselines import HeapqVersioned
+from pysched.bench.competitors import VERSIONED, drain_scheduler, drain_versioned
 from pysched.bench.workloads import composite_inputs, noop
 
 PHASES = ("schedule", "replace", "cancel", "drain")
 
 
-def implementations() -> dict[str, Any]:
+def implementations() -> dict[str, tuple[Any, Any]]:
+    """key: (scheduler class, drain)."""
     from pysched._scheduler_py import Scheduler as PureScheduler
 
-    found: dict[str, Any] = {}
+    found: dict[str, tuple[Any, Any]] = {}
     try:
         from pysched._core import Scheduler as CoreScheduler
     except ImportError:
         pass
     else:
-        found["c"] = CoreScheduler
-    found["py"] = PureScheduler
+        found["c"] = CoreScheduler, drain_scheduler
+    found["py"] = PureScheduler, drain_scheduler
+    found[VERSIONED] = HeapqVersioned, drain_versioned
     return found
 
 
-def phases(make: Any, n: int) -> list[float]:
+def phases(make: Any, drain: Any, n: int) -> list[float]:
     """CPU seconds of each phase of one composite run."""
     times, priorities, replaced, cancelled = composite_inputs(n, 0)
     gc.collect()
@@ -55,24 +58,24 @@ def phases(make: Any, n: int) -> list[float]:
     for i in cancelled:
         cancel(i)
     marks.append(time.process_time())
-    drain_scheduler(sched)
+    drain(sched)
     marks.append(time.process_time())
     return [end - start for start, end in zip(marks, marks[1:], strict=False)]
 
 
-def main(n: int = 1_000_000, rounds: int = 3, which: str = "c,py") -> None:
+def main(n: int = 1_000_000, rounds: int = 3, which: str = "c,versioned") -> None:
     found = implementations()
     chosen = [key for key in which.split(",") if key in found]
     print(f"composite at n = {n:,}: CPU ns per task id, by phase")
-    print(f"{'impl':<6}" + "".join(f"{name:>10}" for name in PHASES) + f"{'total s':>10}")
+    print(f"{'impl':<10}" + "".join(f"{name:>10}" for name in PHASES) + f"{'total s':>10}")
     for _ in range(rounds):
         for key in chosen:
-            seconds = phases(found[key], n)
-            print(f"{key:<6}" + "".join(f"{s * 1e9 / n:>10,.0f}" for s in seconds)
+            seconds = phases(*found[key], n)
+            print(f"{key:<10}" + "".join(f"{s * 1e9 / n:>10,.0f}" for s in seconds)
                   + f"{sum(seconds):>10.3f}", flush=True)
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     main(int(args[0]) if args else 1_000_000, int(args[1]) if len(args) > 1 else 3,
-         args[2] if len(args) > 2 else "c,py")
+         args[2] if len(args) > 2 else "c,versioned")

@@ -1,4 +1,4 @@
-"""StableBoundedPriorityQueue, Cython against the pure twin: churn and top-k.
+"""StableBoundedPriorityQueue against the pure twin and heapq, two heaps: churn and top-k.
 
 The workloads are pysched.bench.bounded_workloads', as in ``python -m pysched.bench``.
 """

@@ -12,20 +12,41 @@ entries are dropped when they reach the root, or all at once by a rebuild as
 soon as they outnumber the live ones (above REBUILD_FLOOR entries), so the heap
 never holds more than ``max(2 * live, REBUILD_FLOOR)`` entries.
 
-One version of a task id runs at a time: a newer version that comes due while
-an older one still runs is parked (taken out of the heap, its entry kept aside)
-and pushed back with its original key when the older version finishes.
+One version of a task id runs at a time: a newer version that reaches the head
+while an older one still runs is parked (taken out of the heap, its entry kept
+aside) and pushed back with its original key when the older version finishes.
+
+Task life cycle: ``next()`` claims a pending version as a running Task; a
+running Task ends exactly once, by ``complete()`` (completed), ``fail()``
+(failed) or ``release()`` (cancelled: it never started). Finishing a Task that
+is not running, or not this scheduler's, raises InvalidTransition.
+
+Re-entrancy: a finaliser of a freed object, or a collection that an allocation
+starts, may run Python code that calls back in. So each call allocates before
+it commits and looks again when such code edited the scheduler (``_edits``
+changed), and objects it takes out (an old fn, a forgotten id) are released
+only when it returns, once the state is whole. Forgotten slots hold nothing,
+so stale heap entries keep no id or fn alive.
 """
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from heapq import heapify, heappop, heappush
 from typing import Any
 
 from ._errors import InvalidTransition
-from ._validate import check_callable, check_hashable, check_priority, check_time
+from ._validate import (
+    check_callable,
+    check_capacity,
+    check_hashable,
+    check_iterable,
+    check_priority,
+    check_schedule_item,
+    check_time,
+)
 
 PENDING = "pending"
 RUNNING = "running"
@@ -42,7 +63,8 @@ class Task:
     """One claimed version of a task: what ``Scheduler.next()`` hands out.
 
     ``state`` is ``"running"`` until the task is finished through its scheduler
-    as ``"completed"`` or ``"failed"`` (then ``exception`` holds the error).
+    as ``"completed"``, ``"failed"`` (then ``exception`` holds the error) or
+    ``"cancelled"`` (released unstarted).
     ``cancel_requested`` turns true when ``cancel()`` reaches it while it runs;
     stopping is up to the running code. The attributes are read-only.
     """
@@ -97,7 +119,7 @@ class Task:
 
     @property
     def state(self) -> str:
-        """running, completed or failed."""
+        """running, completed, failed or cancelled."""
         return self._state
 
     @property
@@ -121,7 +143,7 @@ class _Slot:
     __slots__ = ("task_id", "version", "pending_seq", "fn", "running")
 
     def __init__(self, task_id: Hashable) -> None:
-        self.task_id = task_id
+        self.task_id: Hashable = task_id  # None once forgotten: stale entries keep no id alive
         self.version = 0  # the newest version handed out; a pending version is always the newest
         self.pending_seq = 0  # seq of the pending version's entry; 0 when none is pending
         self.fn: Callable[[], Any] | None = None  # the pending version's callable
@@ -143,6 +165,8 @@ class Scheduler:
     >>> s = Scheduler(clock=lambda: 0.0)
     >>> s.schedule("a", 1.0, 0, print)
     1
+    >>> s.peek()
+    (1.0, 'a')
     >>> s.next(now=0.25)
     0.75
     >>> task = s.next(now=1.0)
@@ -158,8 +182,9 @@ class Scheduler:
         self._clock = clock
         self._heap: list[_Entry] = []
         self._slot_of: dict[Hashable, _Slot] = {}
-        self._parked: dict[_Slot, _Entry] = {}  # due versions waiting for their id's run to end
+        self._parked: dict[_Slot, _Entry] = {}  # versions waiting for their id's run to end
         self._seq = 0
+        self._edits = 0  # changes with every edit of heap or slots: detects re-entrant edits
         self._live = 0  # pending versions, parked ones included
         self._running = 0
         self._stale_discarded = 0
@@ -168,6 +193,7 @@ class Scheduler:
         self._cancelled = 0
         self._completed = 0
         self._failed = 0
+        self._released = 0
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -191,20 +217,19 @@ class Scheduler:
         run_at = check_time(run_at, "run_at")
         priority = check_priority(priority, "priority")
         check_callable(fn, "fn")
-        slot = self._slot_of.get(task_id)
-        if slot is None:
-            slot = self._slot_of[task_id] = _Slot(task_id)
-        elif slot.pending_seq:
-            self._drop_pending(slot)
-            self._replaced += 1
-        self._seq += 1
-        slot.version += 1
-        slot.pending_seq = self._seq
-        slot.fn = fn
-        self._live += 1
-        heappush(self._heap, (run_at, -priority, self._seq, slot))
-        self._maybe_rebuild()
-        return slot.version
+        return self._schedule(task_id, run_at, priority, fn)
+
+    def schedule_many(self, items: Iterable[tuple[Hashable, float, int, Callable[[], Any]]],
+                      ) -> list[int]:
+        """Schedule each ``(task_id, run_at, priority, fn)`` of ``items`` in order.
+
+        Returns the version numbers, as ``schedule()`` would one by one. Every
+        item is checked first: a bad one raises naming its index and argument
+        (``items[3].run_at``) and nothing is scheduled. O(k log n).
+        """
+        checked = [check_schedule_item(item, f"items[{index}]")
+                   for index, item in enumerate(check_iterable(items, "items"))]
+        return [self._schedule(*item) for item in checked]
 
     def cancel(self, task_id: Hashable) -> bool:
         """Cancel the pending version of ``task_id`` and ask its running one to stop.
@@ -215,45 +240,71 @@ class Scheduler:
         entry turns stale in place.
         """
         check_hashable(task_id, "task_id")
-        slot = self._slot_of.get(task_id)
-        if slot is None:
-            return False
-        if slot.pending_seq:
-            self._drop_pending(slot)
-            self._cancelled += 1
-        if slot.running is not None:
-            slot.running._cancel_requested = True
-        else:
-            del self._slot_of[task_id]
-        self._maybe_rebuild()
-        return True
+        return self._cancel(task_id, True)
+
+    def cancel_pending(self, task_id: Hashable) -> bool:
+        """Cancel the pending version of ``task_id``; a running one is left alone.
+
+        Returns True if a pending version was cancelled, False if none was
+        pending (a running version then runs on, ``cancel_requested`` unset).
+        O(1) amortised, as ``cancel()``.
+        """
+        check_hashable(task_id, "task_id")
+        return self._cancel(task_id, False)
+
+    def peek(self) -> tuple[float, Hashable] | None:
+        """``(run_at, task_id)`` of the version ``next()`` would claim first, or None.
+
+        ``run_at`` is the time it was scheduled for, as a float (an int time
+        comes back equal to itself). None when nothing can come due by time
+        alone. Like ``next()``, it drops stale entries and parks versions whose
+        id is running on the way. O(log n) amortised.
+        """
+        entry = self._head()
+        return None if entry is None else (entry[0], entry[3].task_id)
 
     def next(self, now: float | None = None) -> Task | float | None:
         """Claim the head task if it is due, else say how long until it is.
 
         Returns the claimed ``Task`` (now running) when the head's ``run_at <=
-        now``; otherwise the seconds until the earliest pending task is due (a
-        float > 0); None when no pending task can come due by time alone
-        (nothing is pending, or every pending version waits for its id's
-        running version). ``now`` defaults to ``clock()``. A task never starts
-        early. O(log n) amortised: stale entries popped on the way were paid
-        for when they turned stale.
+        now``; otherwise the seconds until the head is due (a float > 0, at
+        most the largest float); None when no pending task can come due by
+        time alone (nothing is pending, or every pending version waits for its
+        id's running version). The head is the version ``peek()`` names: a
+        version whose id is running is parked until that run ends. ``now``
+        defaults to ``clock()``. A task never starts early. O(log n) amortised:
+        stale entries popped on the way were paid for when they turned stale.
         """
         now = check_time(self._clock(), "clock()") if now is None else check_time(now, "now")
-        heap = self._heap
-        while heap:
-            run_at, neg_priority, seq, slot = heap[0]
-            if slot.pending_seq != seq:
-                heappop(heap)
-                self._stale_discarded += 1
-                continue
+        while True:
+            entry = self._head()
+            if entry is None:
+                return None
+            run_at, neg_priority, seq, slot = entry
             if run_at > now:
-                return run_at - now  # > 0: distinct finite floats never subtract to 0
-            if slot.running is not None:
-                self._parked[slot] = heappop(heap)
-                continue
-            return self._claim(slot, run_at, -neg_priority)
-        return None
+                return _wait(run_at, now)
+            edits = self._edits
+            assert slot.fn is not None
+            task = Task(slot.task_id, slot.version, run_at, -neg_priority, slot.fn)
+            if edits == self._edits:  # else a finaliser edited the scheduler: look again
+                return self._claim(slot, task)
+
+    def pop_due(self, now: float | None = None, limit: int | None = None) -> list[Task]:
+        """Claim up to ``limit`` due tasks (all that are due when None), in ``next()`` order.
+
+        The same as calling ``next(now)`` until it returns no Task or ``limit``
+        tasks are claimed, with one reading of the clock. ``limit`` must be an
+        int >= 0. O(k log n) amortised.
+        """
+        now = check_time(self._clock(), "clock()") if now is None else check_time(now, "now")
+        limit = -1 if limit is None else check_capacity(limit, "limit")
+        claimed: list[Task] = []
+        while len(claimed) != limit:
+            task = self.next(now)
+            if not isinstance(task, Task):
+                break
+            claimed.append(task)
+        return claimed
 
     def complete(self, task: Task) -> None:
         """Finish a running task as completed."""
@@ -264,6 +315,17 @@ class Scheduler:
         if not isinstance(exception, BaseException):
             raise TypeError(f"exception must be an exception, not {type(exception).__name__}")
         self._finish(task, FAILED, exception)
+
+    def release(self, task: Task) -> None:
+        """Finish a claimed task that never started, as cancelled.
+
+        For a caller that claimed ``task`` with ``next()`` and then decided not
+        to run it (its cancel came first): ``task.state`` becomes
+        ``"cancelled"``, it counts as ``released`` rather than completed, and a
+        newer version of its id that was parked behind it becomes eligible.
+        Raises InvalidTransition unless ``task`` is this scheduler's running task.
+        """
+        self._finish(task, CANCELLED, None)
 
     def state(self, task_id: Hashable) -> str | None:
         """The state of the newest version of ``task_id``: pending or running.
@@ -278,7 +340,7 @@ class Scheduler:
         return PENDING if slot.pending_seq else RUNNING
 
     def stats(self) -> dict[str, int]:
-        """Counters and sizes; ``stale`` never exceeds ``max(heap_live, REBUILD_FLOOR)``."""
+        """Counters and sizes; ``heap_size`` never exceeds ``max(2 * heap_live, REBUILD_FLOOR)``."""
         heap_live = self._live - len(self._parked)
         return {
             "pending": self._live,
@@ -294,39 +356,145 @@ class Scheduler:
             "cancelled": self._cancelled,
             "completed": self._completed,
             "failed": self._failed,
+            "released": self._released,
         }
 
     def _check(self) -> None:
-        """Assert the heap, slot and counter invariants (tests call this)."""
+        """Assert the heap, slot and counter invariants (tests call this after each step)."""
         heap = self._heap
+        # Heap order: no entry is before its parent.
         for k in range(1, len(heap)):
             assert heap[(k - 1) // 2][:3] <= heap[k][:3], "heap order"
-        live = sum(1 for entry in heap if entry[3].pending_seq == entry[2])
-        assert live + len(self._parked) == self._live
-        assert len(heap) - live <= max(live, REBUILD_FLOOR), "stale bound"
+        # Live entries are the pending versions that are not parked, one each.
+        live = [entry[3] for entry in heap if entry[3].pending_seq == entry[2]]
+        assert len(live) == len(set(map(id, live))), "one live entry a slot"
+        assert len(live) + len(self._parked) == self._live, "pending count"
+        # The documented bound: stale entries never outnumber live ones above the floor.
+        assert len(heap) <= max(2 * len(live), REBUILD_FLOOR), "stale bound"
+        # Per slot: a known id is pending or running; a pending one has its fn.
+        pending = running = 0
         for task_id, slot in self._slot_of.items():
-            assert slot.task_id is task_id
+            assert slot.task_id is task_id, "slot names its id"
             assert slot.pending_seq or slot.running is not None, "a forgotten id is kept"
+            assert (slot.fn is not None) == bool(slot.pending_seq), "fn iff pending"
+            assert slot.pending_seq <= self._seq, "pending seq"
+            pending += bool(slot.pending_seq)
+            if slot.running is not None:
+                running += 1
+                task = slot.running
+                assert task._state == RUNNING and task._task_id is task_id, "running task"
+                assert task._version <= slot.version, "running version"
+        assert pending == self._live and running == self._running, "counters"
+        # A parked entry is its slot's pending version, held back by a running one.
+        for slot, entry in self._parked.items():
+            assert entry[3] is slot and slot.pending_seq == entry[2], "parked entry"
+            assert slot.running is not None, "parked behind a run"
+            assert self._slot_of.get(slot.task_id) is slot, "parked slot is known"
+        # The counters add up: every version handed out is pending, replaced,
+        # cancelled, running or finished.
+        assert self._seq == (self._live + self._replaced + self._cancelled + self._running
+                             + self._completed + self._failed + self._released), "version count"
 
-    def _claim(self, slot: _Slot, run_at: float, priority: int) -> Task:
-        """Pop the head, which is ``slot``'s pending version, and move it to running."""
-        assert slot.fn is not None
-        task = Task(slot.task_id, slot.version, run_at, priority, slot.fn)
+    # -- internals ---------------------------------------------------------
+
+    def _schedule(self, task_id: Hashable, run_at: float, priority: int,
+                  fn: Callable[[], Any]) -> int:
+        """schedule() with checked arguments."""
+        while True:
+            # Allocate first (a collection may run a finaliser that calls back
+            # in), then commit only if nothing was edited meanwhile.
+            edits = self._edits
+            known = self._slot_of.get(task_id)
+            slot = _Slot(task_id) if known is None else known
+            entry: _Entry = (run_at, -priority, self._seq + 1, slot)
+            if edits == self._edits:
+                break
+        _old_fn = None  # held until return: released once the state is whole
+        if known is None:
+            self._slot_of[task_id] = slot
+        elif slot.pending_seq:
+            _old_fn = self._drop_pending(slot)
+            self._replaced += 1
+        self._seq += 1
+        self._edits += 1
+        slot.version += 1
+        slot.pending_seq = self._seq
+        slot.fn = fn
+        self._live += 1
+        heappush(self._heap, entry)
+        self._maybe_rebuild()
+        return slot.version
+
+    def _cancel(self, task_id: Hashable, stop_running: bool) -> bool:
+        """cancel() (``stop_running``) or cancel_pending() with a checked id."""
+        slot = self._slot_of.get(task_id)
+        if slot is None or not (slot.pending_seq or stop_running):
+            return False
+        _old_fn = _old_id = None  # held until return: released once the state is whole
+        if slot.pending_seq:
+            _old_fn = self._drop_pending(slot)
+            self._cancelled += 1
+        if slot.running is None:
+            _old_id = self._forget(slot)
+        elif stop_running:
+            slot.running._cancel_requested = True
+        self._maybe_rebuild()
+        return True
+
+    def _head(self) -> _Entry | None:
+        """Make the root the version ``next()`` would claim first and return it, or None.
+
+        Drops stale entries and parks versions whose id is running on the way.
+        """
+        while True:
+            heap = self._heap
+            if not heap:
+                return None
+            entry = heap[0]
+            slot = entry[3]
+            if slot.pending_seq != entry[2]:
+                heappop(heap)
+                self._stale_discarded += 1
+                self._edits += 1
+            elif slot.running is not None:
+                self._parked[slot] = heappop(heap)
+                self._edits += 1
+                self._maybe_rebuild()  # parking lowers heap_live: the bound may call for one
+            else:
+                return entry
+
+    def _claim(self, slot: _Slot, task: Task) -> Task:
+        """Pop the root, which is ``slot``'s pending version, as the running ``task``."""
         heappop(self._heap)
+        self._edits += 1
         slot.pending_seq = 0
-        slot.fn = None
+        slot.fn = None  # task.fn holds it
         slot.running = task
         self._live -= 1
         self._running += 1
         self._maybe_rebuild()
         return task
 
-    def _drop_pending(self, slot: _Slot) -> None:
-        """Forget the pending version of ``slot``; its heap entry, if any, turns stale."""
+    def _drop_pending(self, slot: _Slot) -> Callable[[], Any] | None:
+        """Forget the pending version of ``slot``; return its fn, for the caller to drop last.
+
+        Its heap entry, if any, turns stale.
+        """
         self._parked.pop(slot, None)
+        self._edits += 1
+        fn = slot.fn
         slot.pending_seq = 0
         slot.fn = None
         self._live -= 1
+        return fn
+
+    def _forget(self, slot: _Slot) -> Hashable:
+        """Forget the id of ``slot``, now idle; return the id, for the caller to drop last."""
+        task_id = slot.task_id
+        slot.task_id = None  # its stale entries keep no id alive
+        del self._slot_of[task_id]
+        self._edits += 1
+        return task_id
 
     def _finish(self, task: Task, state: str, exception: BaseException | None) -> None:
         if not isinstance(task, Task):
@@ -339,27 +507,41 @@ class Scheduler:
         task._state = state
         task._exception = exception
         slot.running = None
+        self._edits += 1
         self._running -= 1
-        if state == COMPLETED:
+        if state is COMPLETED:
             self._completed += 1
-        else:
+        elif state is FAILED:
             self._failed += 1
+        else:
+            self._released += 1
         parked = self._parked.pop(slot, None)
         if parked is not None:
             heappush(self._heap, parked)
         elif not slot.pending_seq:
-            del self._slot_of[task.task_id]
+            self._forget(slot)  # task still holds the id
 
     def _maybe_rebuild(self) -> None:
         """Drop every stale entry at once when they outnumber the live ones.
 
         O(n), amortised O(1).
         """
-        heap = self._heap
         heap_live = self._live - len(self._parked)
-        if len(heap) > REBUILD_FLOOR and len(heap) - heap_live > heap_live:
-            live = [entry for entry in heap if entry[3].pending_seq == entry[2]]
-            self._stale_discarded += len(heap) - len(live)
+        while len(self._heap) > REBUILD_FLOOR and len(self._heap) - heap_live > heap_live:
+            edits = self._edits
+            live = [entry for entry in self._heap if entry[3].pending_seq == entry[2]]
+            if edits != self._edits:  # a finaliser edited the heap meanwhile: look again
+                heap_live = self._live - len(self._parked)
+                continue
+            self._stale_discarded += len(self._heap) - len(live)
             heapify(live)
             self._heap = live
+            self._edits += 1
             self._rebuilds += 1
+            return
+
+
+def _wait(run_at: float, now: float) -> float:
+    """Seconds from ``now`` to a later ``run_at``: > 0, and finite even across the whole range."""
+    # Distinct finite floats never subtract to 0, but can overflow to inf.
+    return min(run_at - now, sys.float_info.max)

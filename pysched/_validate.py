@@ -77,6 +77,32 @@ def check_capacity(value: Any, name: str = "capacity") -> int:
     return number
 
 
+def check_iterable(value: Any, name: str) -> list[Any]:
+    """Return the items of ``value`` as a list, or raise TypeError naming ``name``."""
+    try:
+        iterator = iter(value)
+    except TypeError:
+        raise TypeError(f"{name} must be iterable, not {type(value).__name__}") from None
+    return list(iterator)
+
+
+def check_schedule_item(item: Any, name: str) -> tuple[Hashable, float, int, Any]:
+    """Return a ``(task_id, run_at, priority, fn)`` item checked as ``schedule()`` checks them.
+
+    Errors name the field within ``name``: ``items[3].run_at``.
+    """
+    if not isinstance(item, (tuple, list)) or len(item) != 4:
+        raise TypeError(f"{name} must be a (task_id, run_at, priority, fn) tuple, "
+                        f"not {type(item).__name__}"
+                        + (f" of length {len(item)}" if isinstance(item, (tuple, list)) else ""))
+    task_id, run_at, priority, fn = item
+    check_hashable(task_id, f"{name}.task_id")
+    run_at = check_time(run_at, f"{name}.run_at")
+    priority = check_priority(priority, f"{name}.priority")
+    check_callable(fn, f"{name}.fn")
+    return task_id, run_at, priority, fn
+
+
 def missing_key(key: Any, name: str = "key") -> KeyError:
     """The error for a ``name`` that names no entry, for the caller to raise."""
     return KeyError(f"{name} {key!r} is not in the queue")
@@ -85,3 +111,12 @@ def missing_key(key: Any, name: str = "key") -> KeyError:
 def duplicate_key(key: Any, name: str = "key") -> ValueError:
     """The error for a ``name`` that already names an entry, for the caller to raise."""
     return ValueError(f"{name} {key!r} is already in the queue")
+
+
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value

@@ -5,19 +5,24 @@
 # of a binary one and keeps a node's children in one or two cache lines; pops
 # dominate a scheduler's work and measured faster with it (see benchmarks).
 
-DEF _ARITY = 4
+cdef enum:
+    _ARITY = 4
 
 from time import monotonic as _monotonic
 
-cdef str _PENDING = "pending"
-cdef str _RUNNING = "running"
-cdef str _CANCELLED = "cancelled"
-cdef str _COMPLETED = "completed"
-cdef str _FAILED = "failed"
+# The constants and state names come from the twin, which is the spec: one source.
+import pysched._scheduler_py as _scheduler_spec
+
+cdef str _PENDING = _scheduler_spec.PENDING
+cdef str _RUNNING = _scheduler_spec.RUNNING
+cdef str _CANCELLED = _scheduler_spec.CANCELLED
+cdef str _COMPLETED = _scheduler_spec.COMPLETED
+cdef str _FAILED = _scheduler_spec.FAILED
 
 # Below this many heap entries stale ones are left for the pops to drop.
-REBUILD_FLOOR = 64
+REBUILD_FLOOR = _scheduler_spec.REBUILD_FLOOR
 cdef Py_ssize_t _REBUILD_FLOOR = REBUILD_FLOOR
+cdef double _DBL_MAX = 1.7976931348623157e308
 
 
 ctypedef struct HeapEntry:
@@ -36,6 +41,12 @@ cdef extern from "Python.h":
     PyObject** PySequence_Fast_ITEMS(object o)
 
 
+cdef inline double _wait(double run_at, double now) noexcept nogil:
+    # Distinct finite doubles never subtract to 0, but can overflow to inf.
+    cdef double seconds = run_at - now
+    return seconds if seconds <= _DBL_MAX else _DBL_MAX
+
+
 cdef inline bint _before(const HeapEntry* a, const HeapEntry* b) noexcept nogil:
     if a.run_at != b.run_at:
         return a.run_at < b.run_at
@@ -50,7 +61,8 @@ cdef class Task:
     """One claimed version of a task: what ``Scheduler.next()`` hands out.
 
     ``state`` is ``"running"`` until the task is finished through its scheduler
-    as ``"completed"`` or ``"failed"`` (then ``exception`` holds the error).
+    as ``"completed"``, ``"failed"`` (then ``exception`` holds the error) or
+    ``"cancelled"`` (released unstarted).
     ``cancel_requested`` turns true when ``cancel()`` reaches it while it runs;
     stopping is up to the running code. The attributes are read-only.
     """
@@ -84,35 +96,35 @@ cdef class Scheduler:
     an id again replaces its pending version, which can then never start.
     """
     cdef object _clock
-    cdef void* _heap_block     # the allocation; _heap points inside it (see _grow_heap)
+    cdef void* _heap_block     # the allocation; _heap points inside it (see _resize_heap)
     cdef HeapEntry* _heap
     cdef Py_ssize_t _heap_len
     cdef Py_ssize_t _heap_capacity
-    cdef IdTable _ids
-    cdef SlotState* _slots   # by slot, ``_slots_capacity`` long
+    cdef IdTable _ids          # task id -> slot, for ids with a version pending or running
+    cdef SlotState* _slots     # by slot, ``_slots_capacity`` long
     cdef Py_ssize_t _slots_capacity
-    cdef list _fns           # by slot: the pending version's callable, or None
-    cdef list _running       # by slot: the Task now running, or None
-    cdef dict _parked        # slot -> (run_at, priority, seq) of a due version waiting for its id's run
+    cdef list _fns             # by slot: the pending version's callable, or None
+    cdef list _runs            # by slot: the Task now running, or None
+    cdef dict _parked          # slot -> (run_at, priority, seq) of a version waiting for its id's run
     cdef uint64_t _seq
-    cdef Py_ssize_t _live    # pending versions, parked ones included
-    cdef Py_ssize_t _n_running
+    cdef uint64_t _edits       # changes with every edit of the heap or the slots: detects re-entrant edits
+    cdef Py_ssize_t _live      # pending versions, parked ones included
+    cdef Py_ssize_t _running
     cdef Py_ssize_t _stale_discarded
     cdef Py_ssize_t _rebuilds
     cdef Py_ssize_t _replaced
     cdef Py_ssize_t _cancelled
     cdef Py_ssize_t _completed
     cdef Py_ssize_t _failed
+    cdef Py_ssize_t _released
 
     def __cinit__(self):
         self._ids = IdTable()
         self._fns = []
-        self._running = []
+        self._runs = []
         self._parked = {}
 
-    # The default is time.monotonic itself, as in the twin: ``clock=None`` used
-    # to be taken for "the default" here while the twin refused it (found by
-    # the bad-input table, tests/test_bad_input.py).
+    # The default is time.monotonic itself, as in the twin (None is refused).
     def __init__(self, *, clock=_monotonic):
         check_callable(clock, "clock")
         self._clock = clock
@@ -140,31 +152,55 @@ cdef class Scheduler:
         after it finishes. O(log n): one heap push; the old entry is left in the
         heap as stale, to be dropped later at O(1) amortised cost.
         """
-        cdef Py_hash_t h = _as_hash(task_id, "task_id")
-        cdef double when = _as_time(run_at, "run_at")
-        cdef int64_t prio = _as_priority(priority, "priority")
+        cdef Py_hash_t h = _check_hashable(task_id, "task_id")
+        cdef double when = _check_time(run_at, "run_at")
+        cdef int64_t prio = _check_priority(priority, "priority")
         _check_callable(fn, "fn")
-        cdef Py_ssize_t slot = self._ids.find(task_id, h)
-        cdef object old_fn = None  # dropped on return, once the state is whole
-        if self._heap_len == self._heap_capacity:
-            self._grow_heap()
-        if slot < 0:
-            self._reserve_slot()
-            slot = self._ids.add(task_id, h)
-            self._slots[slot].version = 0
-            self._slots[slot].pending_seq = 0
-        elif self._slots[slot].pending_seq:
-            old_fn = self._drop_pending(slot)
-            self._replaced += 1
-        self._seq += 1
-        cdef SlotState* state = &self._slots[slot]
-        state.version += 1
-        state.pending_seq = self._seq
-        self._fns[slot] = fn
-        self._live += 1
-        self._push(when, prio, self._seq, slot)
-        self._maybe_rebuild()
-        return state.version
+        return self._schedule(task_id, h, when, prio, fn)
+
+    def schedule_many(self, items):
+        """schedule_many(items) -> list[int]
+
+        Schedule each ``(task_id, run_at, priority, fn)`` of ``items`` in order.
+
+        Returns the version numbers, as ``schedule()`` would one by one. Every
+        item is checked first: a bad one raises naming its index and argument
+        (``items[3].run_at``) and nothing is scheduled. O(k log n).
+        """
+        cdef list checked = check_iterable(items, "items")
+        cdef Py_ssize_t k, n = len(checked)
+        cdef list ids = [None] * n
+        cdef list fns = [None] * n
+        cdef list versions = [None] * n
+        cdef Py_hash_t* hashes = <Py_hash_t*>PyMem_Malloc((n + 1) * sizeof(Py_hash_t))
+        cdef double* times = <double*>PyMem_Malloc((n + 1) * sizeof(double))
+        cdef int64_t* priorities = <int64_t*>PyMem_Malloc((n + 1) * sizeof(int64_t))
+        try:
+            if hashes == NULL or times == NULL or priorities == NULL:
+                raise MemoryError()
+            # Every item is checked before the first is scheduled: all or nothing.
+            for k in range(n):
+                item = checked[k]
+                try:
+                    if type(item) is not tuple and type(item) is not list or len(item) != 4:
+                        raise TypeError
+                    task_id, run_at, priority, fn = item
+                    hashes[k] = hash(task_id)
+                    times[k] = _check_time(run_at, "run_at")
+                    priorities[k] = _check_priority(priority, "priority")
+                    _check_callable(fn, "fn")
+                except Exception:
+                    check_schedule_item(item, f"items[{k}]")  # raises, naming the field
+                    raise
+                ids[k] = task_id
+                fns[k] = fn
+            for k in range(n):
+                versions[k] = self._schedule(ids[k], hashes[k], times[k], priorities[k], fns[k])
+            return versions
+        finally:
+            PyMem_Free(hashes)
+            PyMem_Free(times)
+            PyMem_Free(priorities)
 
     def cancel(self, task_id):
         """cancel(task_id) -> bool
@@ -176,23 +212,32 @@ cdef class Scheduler:
         and counts as running until it is finished. O(1) amortised: the heap
         entry turns stale in place.
         """
-        cdef Py_hash_t h = _as_hash(task_id, "task_id")
-        cdef Py_ssize_t slot = self._ids.find(task_id, h)
-        cdef object old_fn = None
-        cdef object old_id = None
-        cdef Task running
-        if slot < 0:
-            return False
-        if self._slots[slot].pending_seq:
-            old_fn = self._drop_pending(slot)
-            self._cancelled += 1
-        running = self._running[slot]
-        if running is not None:
-            running.cancel_requested = True
-        else:
-            old_id = self._ids.remove(slot)
-        self._maybe_rebuild()
-        return True
+        return self._cancel(task_id, _check_hashable(task_id, "task_id"), True)
+
+    def cancel_pending(self, task_id):
+        """cancel_pending(task_id) -> bool
+
+        Cancel the pending version of ``task_id``; a running one is left alone.
+
+        Returns True if a pending version was cancelled, False if none was
+        pending (a running version then runs on, ``cancel_requested`` unset).
+        O(1) amortised, as ``cancel()``.
+        """
+        return self._cancel(task_id, _check_hashable(task_id, "task_id"), False)
+
+    def peek(self):
+        """peek() -> tuple[float, Hashable] | None
+
+        ``(run_at, task_id)`` of the version ``next()`` would claim first, or None.
+
+        ``run_at`` is the time it was scheduled for, as a float (an int time
+        comes back equal to itself). None when nothing can come due by time
+        alone. Like ``next()``, it drops stale entries and parks versions whose
+        id is running on the way. O(log n) amortised.
+        """
+        if not self._head():
+            return None
+        return (self._heap[0].run_at, self._ids.key(self._heap[0].slot))
 
     def next(self, now=None):
         """next(now=None) -> Task | float | None
@@ -200,34 +245,45 @@ cdef class Scheduler:
         Claim the head task if it is due, else say how long until it is.
 
         Returns the claimed ``Task`` (now running) when the head's ``run_at <=
-        now``; otherwise the seconds until the earliest pending task is due (a
-        float > 0); None when no pending task can come due by time alone
-        (nothing is pending, or every pending version waits for its id's
-        running version). ``now`` defaults to ``clock()``. A task never starts
-        early. O(log n) amortised: stale entries popped on the way were paid
-        for when they turned stale.
+        now``; otherwise the seconds until the head is due (a float > 0, at
+        most the largest float); None when no pending task can come due by
+        time alone (nothing is pending, or every pending version waits for its
+        id's running version). The head is the version ``peek()`` names: a
+        version whose id is running is parked until that run ends. ``now``
+        defaults to ``clock()``. A task never starts early. O(log n) amortised:
+        stale entries popped on the way were paid for when they turned stale.
         """
         cdef double t
-        cdef HeapEntry head
         if now is None:
-            t = _as_time(self._clock(), "clock()")
+            t = _check_time(self._clock(), "clock()")
         else:
-            t = _as_time(now, "now")
-        while self._heap_len:
-            head = self._heap[0]
-            if self._slots[head.slot].pending_seq != head.seq:
-                self._pop()
-                self._stale_discarded += 1
-                continue
-            if head.run_at > t:
-                return head.run_at - t  # > 0: distinct finite doubles never subtract to 0
-            # Allocate before popping, so a MemoryError cannot lose the entry.
-            if self._running[head.slot] is not None:
-                self._parked[head.slot] = (head.run_at, head.priority, head.seq)
-                self._pop()
-                continue
-            return self._claim(&head)
-        return None
+            t = _check_time(now, "now")
+        return self._next(t)
+
+    def pop_due(self, now=None, limit=None):
+        """pop_due(now=None, limit=None) -> list[Task]
+
+        Claim up to ``limit`` due tasks (all that are due when None), in ``next()`` order.
+
+        The same as calling ``next(now)`` until it returns no Task or ``limit``
+        tasks are claimed, with one reading of the clock. ``limit`` must be an
+        int >= 0. O(k log n) amortised.
+        """
+        cdef double t
+        cdef Py_ssize_t cap = -1
+        cdef list claimed = []
+        if now is None:
+            t = _check_time(self._clock(), "clock()")
+        else:
+            t = _check_time(now, "now")
+        if limit is not None:
+            cap = check_capacity(limit, "limit")
+        while len(claimed) != cap:
+            task = self._next(t)
+            if type(task) is not Task:
+                break
+            claimed.append(task)
+        return claimed
 
     def complete(self, Task task not None):
         """complete(task) -> None
@@ -245,6 +301,19 @@ cdef class Scheduler:
             raise TypeError(f"exception must be an exception, not {type(exception).__name__}")
         self._finish(task, _FAILED, exception)
 
+    def release(self, Task task not None):
+        """release(task) -> None
+
+        Finish a claimed task that never started, as cancelled.
+
+        For a caller that claimed ``task`` with ``next()`` and then decided not
+        to run it (its cancel came first): ``task.state`` becomes
+        ``"cancelled"``, it counts as ``released`` rather than completed, and a
+        newer version of its id that was parked behind it becomes eligible.
+        Raises InvalidTransition unless ``task`` is this scheduler's running task.
+        """
+        self._finish(task, _CANCELLED, None)
+
     def state(self, task_id):
         """state(task_id) -> str | None
 
@@ -253,7 +322,7 @@ cdef class Scheduler:
         None when nothing of it is pending or running: finished and cancelled
         ids are forgotten, so memory stays proportional to live tasks.
         """
-        cdef Py_ssize_t slot = self._ids.find(task_id, _as_hash(task_id, "task_id"))
+        cdef Py_ssize_t slot = self._ids.find(task_id, _check_hashable(task_id, "task_id"))
         if slot < 0:
             return None
         return _PENDING if self._slots[slot].pending_seq else _RUNNING
@@ -261,12 +330,12 @@ cdef class Scheduler:
     def stats(self):
         """stats() -> dict
 
-        Counters and sizes; ``stale`` never exceeds ``max(heap_live, REBUILD_FLOOR)``.
+        Counters and sizes; ``heap_size`` never exceeds ``max(2 * heap_live, REBUILD_FLOOR)``.
         """
         cdef Py_ssize_t heap_live = self._live - len(self._parked)
         return {
             "pending": self._live,
-            "running": self._n_running,
+            "running": self._running,
             "parked": len(self._parked),
             "heap_size": self._heap_len,
             "heap_live": heap_live,
@@ -278,46 +347,185 @@ cdef class Scheduler:
             "cancelled": self._cancelled,
             "completed": self._completed,
             "failed": self._failed,
+            "released": self._released,
         }
 
     def _check(self):
-        """Assert the heap, slot and counter invariants (tests call this)."""
-        cdef Py_ssize_t k, child, live = 0
+        """Assert the heap, slot and counter invariants (tests call this after each step)."""
+        cdef Py_ssize_t k, child, slot, live = 0, pending = 0, running = 0
+        cdef HeapEntry* entry
+        cdef list live_slots = []
         self._ids._check()
+        # Heap order: no entry is before its parent.
         for k in range(self._heap_len):
             for child in range(_ARITY * k + 1, min(_ARITY * k + _ARITY + 1, self._heap_len)):
                 assert not _before(&self._heap[child], &self._heap[k]), "heap order"
-            if self._slots[self._heap[k].slot].pending_seq == self._heap[k].seq:
-                live += 1
-        assert live + len(self._parked) == self._live
-        assert self._heap_len - live <= max(live, _REBUILD_FLOOR), "stale bound"
+        # Live entries are the pending versions that are not parked, one each.
+        for k in range(self._heap_len):
+            entry = &self._heap[k]
+            if self._is_live(entry):
+                assert 0 <= entry.slot < self._ids.slot_limit(), "live entry's slot"
+                live_slots.append(entry.slot)
+        live = len(live_slots)
+        assert live == len(set(live_slots)), "one live entry a slot"
+        assert live + len(self._parked) == self._live, "pending count"
+        # The documented bound: stale entries never outnumber live ones above the floor.
+        assert self._heap_len <= max(2 * live, _REBUILD_FLOOR), "stale bound"
+        # Per slot: a known id is pending or running; a pending one has its fn.
+        assert len(self._fns) >= self._ids.slot_limit() and len(self._runs) >= self._ids.slot_limit()
+        assert self._slots_capacity >= self._ids.slot_limit()
+        for slot in range(self._ids.slot_limit()):
+            task_id = self._ids.key(slot)
+            if task_id is _FREE:
+                assert self._fns[slot] is None and self._runs[slot] is None, "free slot holds nothing"
+                continue
+            assert self._slots[slot].pending_seq or self._runs[slot] is not None, "a forgotten id is kept"
+            assert (self._fns[slot] is not None) == bool(self._slots[slot].pending_seq), "fn iff pending"
+            assert self._slots[slot].pending_seq <= self._seq, "pending seq"
+            pending += bool(self._slots[slot].pending_seq)
+            task = self._runs[slot]
+            if task is not None:
+                running += 1
+                assert task.state is _RUNNING and task.task_id is task_id, "running task"
+                assert (<Task>task)._slot == slot, "running task's slot"
+                assert (<Task>task)._version <= self._slots[slot].version, "running version"
+        assert pending == self._live and running == self._running, "counters"
+        # A parked entry is its slot's pending version, held back by a running one.
+        for slot, parked in self._parked.items():
+            assert self._slots[slot].pending_seq == parked[2], "parked entry"
+            assert self._runs[slot] is not None, "parked behind a run"
+        # The counters add up: every version handed out is pending, replaced,
+        # cancelled, running or finished.
+        assert self._seq == (self._live + self._replaced + self._cancelled + self._running
+                             + self._completed + self._failed + self._released), "version count"
 
     # -- internals ---------------------------------------------------------
 
-    cdef Task _claim(self, HeapEntry* entry):
-        """Pop the head ``entry`` and move its pending version to running."""
-        cdef Py_ssize_t slot = entry.slot
-        cdef Task task = Task.__new__(Task)
-        cdef Py_ssize_t upcoming = self._likely_next_head()
-        self._ids.prefetch(slot)  # complete() reads its bucket; its hash is cached by now
-        if upcoming >= 0:
-            self._prefetch_slot(upcoming)  # loads while the pop walks down the heap
+    cdef object _schedule(self, object task_id, Py_hash_t h, double run_at, int64_t priority,
+                          object fn):
+        """schedule() with checked arguments."""
+        cdef Py_ssize_t slot
+        cdef uint64_t edits
+        cdef object old_fn = None  # released on return, once the state is whole
+        cdef SlotState* state
+        while True:
+            # find() may run a key's __eq__, and growing may start a collection
+            # whose finalisers call back in: then look again before committing.
+            edits = self._edits
+            slot = self._ids.find(task_id, h)
+            if self._heap_len == self._heap_capacity:
+                self._resize_heap(self._heap_capacity * 2)
+            if slot < 0:
+                self._reserve_slot()
+            if edits == self._edits:
+                break
+        if slot < 0:
+            slot = self._ids.add(task_id, h)
+            self._slots[slot].version = 0
+            self._slots[slot].pending_seq = 0
+        elif self._slots[slot].pending_seq:
+            old_fn = self._drop_pending(slot)
+            self._replaced += 1
+        self._seq += 1
+        self._edits += 1
+        state = &self._slots[slot]
+        state.version += 1
+        state.pending_seq = self._seq
+        self._fns[slot] = fn
+        self._live += 1
+        self._push(run_at, priority, self._seq, slot)
+        self._maybe_rebuild()
+        return state.version
+
+    cdef object _cancel(self, object task_id, Py_hash_t h, bint stop_running):
+        """cancel() (``stop_running``) or cancel_pending() with a hashed id."""
+        cdef Py_ssize_t slot = self._ids.find(task_id, h)
+        cdef object old_fn = None  # released on return, once the state is whole
+        cdef object old_id = None
+        if slot < 0 or not (self._slots[slot].pending_seq or stop_running):
+            return False
+        if self._slots[slot].pending_seq:
+            old_fn = self._drop_pending(slot)
+            self._cancelled += 1
+        running = self._runs[slot]
+        if running is None:
+            old_id = self._forget(slot)
+        elif stop_running:
+            (<Task>running).cancel_requested = True
+        self._maybe_rebuild()
+        return True
+
+    cdef inline bint _is_live(self, const HeapEntry* entry) noexcept:
+        # A stale entry may name a slot cut off by a shrink: past _slots_capacity it
+        # is stale, and below it a cut slot's pending_seq is 0 (or a newer seq).
+        return (entry.slot < self._slots_capacity
+                and self._slots[entry.slot].pending_seq == entry.seq)
+
+    cdef int _head(self) except -1:
+        """Make the root the version ``next()`` would claim first; return 1 if there is one.
+
+        Drops stale entries and parks versions whose id is running on the way.
+        """
+        cdef HeapEntry head
+        cdef uint64_t edits
+        cdef object parked
+        while self._heap_len:
+            head = self._heap[0]
+            if not self._is_live(&head):
+                self._pop()
+                self._stale_discarded += 1
+                self._edits += 1
+            elif self._runs[head.slot] is not None:
+                edits = self._edits
+                parked = (head.run_at, head.priority, head.seq)  # may start a collection
+                if edits != self._edits:
+                    continue  # a finaliser edited the scheduler: look again
+                # Inserting boxes the slot and may grow the dict: no collection
+                # can start there, and a MemoryError comes before any change.
+                self._parked[head.slot] = parked
+                self._pop()
+                self._edits += 1
+                self._maybe_rebuild()  # parking lowers heap_live: the bound may call for one
+            else:
+                return 1
+        return 0
+
+    cdef object _next(self, double now):
+        """next() at a checked time."""
+        cdef HeapEntry* head
+        cdef uint64_t edits
+        cdef Task task
+        while self._head():
+            head = &self._heap[0]
+            if head.run_at > now:
+                return _wait(head.run_at, now)
+            edits = self._edits
+            task = Task.__new__(Task)  # may start a collection whose finalisers call back in
+            if edits == self._edits:
+                return self._claim(task)
+        return None
+
+    cdef Task _claim(self, Task task):
+        """Pop the root, a pending version whose id is idle, as the running ``task``."""
+        cdef HeapEntry head = self._heap[0]
+        cdef Py_ssize_t slot = head.slot
+        self._prefetch_next_claim(slot)
         self._pop()
+        self._edits += 1
         task.task_id = self._ids.key(slot)
         task._version = self._slots[slot].version
-        task.run_at = entry.run_at
-        task.priority = entry.priority
+        task.run_at = head.run_at
+        task.priority = head.priority
         task.fn = self._fns[slot]
         task.state = _RUNNING
         task._slot = slot
         self._slots[slot].pending_seq = 0
-        self._fns[slot] = None  # task.fn still holds it: nothing is freed here
-        self._running[slot] = task
+        self._fns[slot] = None  # task.fn holds it
+        self._runs[slot] = task
         self._live -= 1
-        self._n_running += 1
+        self._running += 1
         self._maybe_rebuild()
-        if self._heap_len:
-            self._prefetch_objects(self._heap[0].slot)
+        self._prefetch_head_objects()
         return task
 
     # At a million tasks every read of a claim misses the caches: the head's
@@ -326,73 +534,108 @@ cdef class Scheduler:
     # head soon after, so each claim starts loading the next one's data in two
     # steps: the slot's own data while the pop runs, then what it points to.
 
-    cdef inline Py_ssize_t _likely_next_head(self) noexcept:
-        """The slot of the root's best child, which a pop usually moves up; -1 if none."""
+    cdef inline void _prefetch_next_claim(self, Py_ssize_t slot) noexcept:
+        """Before popping ``slot``'s entry: load its id's bucket and the likely next head's slot data."""
         cdef Py_ssize_t child, best = 1
+        self._ids.prefetch(slot)  # complete() reads its bucket; its hash is cached by now
         if self._heap_len < 2:
-            return -1
+            return
+        # The root's best child is what the pop usually moves up.
         for child in range(2, min(_ARITY + 1, self._heap_len)):
             if _before(&self._heap[child], &self._heap[best]):
                 best = child
-        return self._heap[best].slot
-
-    cdef inline void _prefetch_slot(self, Py_ssize_t slot) noexcept:
+        slot = self._heap[best].slot
         PYSCHED_PREFETCH(&self._slots[slot])
         PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
-        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._running)[slot])
+        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._runs)[slot])
         PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._ids.keys)[slot])
         PYSCHED_PREFETCH(&self._ids.hashes[slot])
 
-    cdef inline void _prefetch_objects(self, Py_ssize_t slot) noexcept:
-        # Reads what _prefetch_slot loaded: if it has not arrived, this waits
-        # for what the next claim would have waited for anyway.
-        PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._ids.keys)[slot])
-        PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._fns)[slot])
+    cdef inline void _prefetch_head_objects(self) noexcept:
+        """After the pop: load the id and fn objects of the new head."""
+        # Reads what _prefetch_next_claim loaded: if it has not arrived, this
+        # waits for what the next claim would have waited for anyway.
+        cdef Py_ssize_t slot
+        if self._heap_len:
+            slot = self._heap[0].slot
+            PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._ids.keys)[slot])
+            PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._fns)[slot])
 
     cdef object _drop_pending(self, Py_ssize_t slot):
-        """Forget the pending version of ``slot``; return its fn for the caller to drop."""
+        """Forget the pending version of ``slot``; return its fn, for the caller to drop last.
+
+        Its heap entry, if any, turns stale.
+        """
         if self._parked:
             self._parked.pop(slot, None)
-        self._slots[slot].pending_seq = 0
+        self._edits += 1
         fn = self._fns[slot]
+        self._slots[slot].pending_seq = 0
         self._fns[slot] = None
         self._live -= 1
         return fn
 
+    cdef object _forget(self, Py_ssize_t slot):
+        """Forget the id of ``slot``, now idle; return the id, for the caller to drop last."""
+        self._edits += 1
+        task_id = self._ids.remove(slot)
+        if self._ids.shrink():
+            self._fit_slots()
+        return task_id
+
+    cdef void _fit_slots(self) noexcept:
+        """Cut the per-slot arrays down to the id table's slots, which just shrank.
+
+        The cut slots are free: their fns and runs are None, their states
+        pending nothing. The lists are cut as far as memory allows.
+        """
+        cdef Py_ssize_t n = self._ids.slot_limit()
+        try:
+            del self._fns[n:]
+            del self._runs[n:]
+        except MemoryError:
+            pass  # longer than needed is still whole
+        if n * 4 < self._slots_capacity:
+            _shrink(<void**>&self._slots, max(16, 2 * n), sizeof(SlotState))
+            self._slots_capacity = max(16, 2 * n)
+
     cdef int _finish(self, Task task, str state, object exception) except -1:
         cdef Py_ssize_t slot = task._slot
-        cdef object old_id = None
+        cdef object old_id = None  # released on return, once the state is whole
         cdef object key
         # A task is this scheduler's running one only if its slot holds it; a
         # task of another scheduler may carry any slot number, so check the range.
-        if (task.state is not _RUNNING or slot >= len(self._running)
-                or self._running[slot] is not task):
+        if (task.state is not _RUNNING or slot >= len(self._runs)
+                or self._runs[slot] is not task):
             raise InvalidTransition(
                 f"cannot finish task {task.task_id!r} version {task._version}: it is "
                 f"{task.state}" + ("" if task.state is not _RUNNING else " in another scheduler"))
         # Whatever may allocate comes before the first change, so a MemoryError
         # leaves everything as it was: boxing the slot number for the dict, and
-        # heap room for a parked version. (Growing after the change once lost
-        # the parked version: tests/test_hardening_regressions.py.)
+        # heap room for a parked version. No collection starts here: boxing an
+        # int and growing the heap allocate no tracked object.
         parked = None
         if self._parked:
             key = slot
             parked = self._parked.get(key)
         if parked is not None and self._heap_len == self._heap_capacity:
-            self._grow_heap()
+            self._resize_heap(self._heap_capacity * 2)
         task.state = state
         task.exception = exception
-        self._running[slot] = None  # the caller still holds task
-        self._n_running -= 1
+        self._runs[slot] = None  # the caller still holds task
+        self._edits += 1
+        self._running -= 1
         if state is _COMPLETED:
             self._completed += 1
-        else:
+        elif state is _FAILED:
             self._failed += 1
+        else:
+            self._released += 1
         if parked is not None:
             del self._parked[key]  # deleting a present key never allocates
             self._push(parked[0], parked[1], parked[2], slot)
         elif not self._slots[slot].pending_seq:
-            old_id = self._ids.remove(slot)
+            old_id = self._forget(slot)
         return 0
 
     cdef int _reserve_slot(self) except -1:
@@ -401,37 +644,32 @@ cdef class Scheduler:
         Called before the table changes, so a MemoryError leaves everything as it was.
         """
         cdef Py_ssize_t slot = self._ids.slot_limit()
-        cdef Py_ssize_t n
-        cdef SlotState* grown
-        if slot >= self._slots_capacity:
-            n = max(16, self._slots_capacity * 2)
-            grown = <SlotState*>PyMem_Realloc(self._slots, n * sizeof(SlotState))
-            if grown == NULL:
-                raise MemoryError()
-            self._slots = grown
-            self._slots_capacity = n
+        cdef Py_ssize_t old = self._slots_capacity
+        if slot >= old:
+            _grow(<void**>&self._slots, _grown(old, slot + 1), sizeof(SlotState))
+            self._slots_capacity = _grown(old, slot + 1)
+            # A stale heap entry may name a slot past the old end: it must read as pending nothing.
+            memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
         while len(self._fns) <= slot:
             self._fns.append(None)
-        while len(self._running) <= slot:
-            self._running.append(None)
+        while len(self._runs) <= slot:
+            self._runs.append(None)
         return 0
 
-    cdef int _grow_heap(self) except -1:
+    cdef int _resize_heap(self, Py_ssize_t n) except -1:
         # A node's four children are 128 bytes, two cache lines if they start
         # on a line and three if not. Children start at entries 1, 5, 9, ...,
         # so the heap begins 32 bytes before a line: the block has room to
         # shift it there, and its data moves if a realloc changes the shift.
-        cdef Py_ssize_t n = max(16, self._heap_capacity * 2)
         cdef size_t old_shift = <char*>self._heap - <char*>self._heap_block
-        cdef char* block = <char*>PyMem_Realloc(self._heap_block, n * sizeof(HeapEntry) + 64)
         cdef size_t shift
-        if block == NULL:
-            raise MemoryError()
-        shift = (32 - <size_t>block) & 63
+        n = max(16, n)
+        _grow(&self._heap_block, n * sizeof(HeapEntry) + 64, 1)
+        shift = (32 - <size_t>self._heap_block) & 63
         if self._heap_len and shift != old_shift:
-            memmove(block + shift, block + old_shift, self._heap_len * sizeof(HeapEntry))
-        self._heap_block = block
-        self._heap = <HeapEntry*>(block + shift)
+            memmove(<char*>self._heap_block + shift, <char*>self._heap_block + old_shift,
+                    self._heap_len * sizeof(HeapEntry))
+        self._heap = <HeapEntry*>(<char*>self._heap_block + shift)
         self._heap_capacity = n
         return 0
 
@@ -496,17 +734,33 @@ cdef class Scheduler:
         self._sift_up(start, pos)
 
     cdef void _maybe_rebuild(self) noexcept:
-        """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1)."""
+        """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1).
+
+        Then give memory back if the heap is under a quarter full.
+        """
         cdef Py_ssize_t heap_live = self._live - len(self._parked)
         cdef Py_ssize_t k, kept = 0
         if self._heap_len <= _REBUILD_FLOOR or self._heap_len - heap_live <= heap_live:
+            if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
+                self._shrink_heap()
             return
         for k in range(self._heap_len):
-            if self._slots[self._heap[k].slot].pending_seq == self._heap[k].seq:
+            if self._is_live(&self._heap[k]):
                 self._heap[kept] = self._heap[k]
                 kept += 1
         self._stale_discarded += self._heap_len - kept
         self._heap_len = kept
         for k in range((kept - 2) // _ARITY, -1, -1):
             self._sift_down(k)
+        self._edits += 1
         self._rebuilds += 1
+        if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
+            self._shrink_heap()
+
+    cdef void _shrink_heap(self) noexcept:
+        # To half full, so an oscillating load does not resize at every step;
+        # if the allocator cannot move it, the heap stays as it is.
+        try:
+            self._resize_heap(max(16, self._heap_len * 2))
+        except MemoryError:
+            pass

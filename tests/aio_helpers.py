@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import selectors
+from asyncio import base_events
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -35,7 +36,14 @@ class _JumpingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-ty
         if timeout is None:
             raise RuntimeError("the loop would wait forever: nothing is ready and no timer is set")
         if timeout > 0:
-            self.loop.now += timeout
+            loop = self.loop
+            # The wait is for the head timer unless asyncio capped it: then jump
+            # to the head's own time, not to now + (when - now), which rounds.
+            timers = loop._scheduled
+            if timers and timeout < base_events.MAXIMUM_SELECT_TIMEOUT:
+                loop.now = max(loop.now, timers[0].when())
+            else:
+                loop.now += timeout
         return super().select(0)
 
 

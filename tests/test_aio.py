@@ -122,6 +122,25 @@ def test_an_idle_scheduler_does_not_poll(make_scheduler):
     assert len(waits) == 1 and waits[0] == pytest.approx(86400.0)
 
 
+def test_the_timer_is_armed_for_the_heads_own_run_at(make_scheduler):
+    # now + (run_at - now) rounds below run_at for these two: a timer armed
+    # from the delay fires before the head is due, and the pump must wait again.
+    now, run_at = 2330.8445025757264, 23978.09756849663
+    assert now + (run_at - now) < run_at
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        waits = []
+        select = loop._selector.select
+        loop._selector.select = lambda timeout=None: (waits.append(timeout), select(timeout))[1]
+        async with make_scheduler() as s:
+            ran_at = await s.schedule("a", run_at, 0, loop.time)
+        return ran_at, [w for w in waits if w]
+
+    ran_at, waits = run(main, functools.partial(VirtualTimeLoop, now))
+    assert ran_at == run_at and len(waits) == 1
+
+
 # -- coroutines, callables and results ----------------------------------------------
 
 
@@ -459,7 +478,7 @@ def test_schedule_after_close_raises_scheduler_closed(make_scheduler):
 def test_the_module_doctests_pass():
     import doctest
 
-    import pysched.aio
+    import pysched.aio._scheduler
 
-    result = doctest.testmod(pysched.aio)
+    result = doctest.testmod(pysched.aio._scheduler)
     assert result.attempted > 0 and result.failed == 0

@@ -3,7 +3,9 @@
 Seeded, so each run is the same; the invariants are checked after every step:
 the scheduler's own (``_check``), the cap, no version starting twice or after
 its Future was cancelled or replaced, versions of an id starting in order,
-and, once closed, every Future resolved.
+and, once closed, every Future resolved, each cancelled one with its reason
+and none that started with "replaced". Half the versions are coroutines, half
+plain callables, which schedule or cancel from inside their call.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
         loop = asyncio.get_running_loop()
         s = make_scheduler(max_concurrency=cap)
         futures = []
+        latest = {}  # the last version scheduled of each id
         started = []
         active = peak = 0
 
@@ -30,6 +33,7 @@ def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
             nonlocal active, peak
             fut = box[0]
             assert not fut.done(), "a cancelled or replaced version started"
+            assert latest[fut.task_id] is fut, "a version began after a newer one was scheduled"
             started.append(fut)
             active += 1
             peak = max(peak, active)
@@ -42,14 +46,33 @@ def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
             finally:
                 active -= 1
 
+        def plain(box, hold):
+            fut = box[0]
+            assert not fut.done(), "a cancelled or replaced version started"
+            assert latest[fut.task_id] is fut, "a version began after a newer one was scheduled"
+            started.append(fut)
+            s._check()
+            if hold == 1:  # from inside its call: schedule another version, or cancel one
+                schedule_one()
+            elif hold == 2:
+                s.cancel(rng.randrange(6))
+            elif hold == 3:
+                raise ValueError("a failing call")
+            return hold
+
+        def schedule_one():
+            box = []
+            fut = s.schedule(rng.randrange(6), loop.time() + rng.choice([0, 0.5, 1, 2]),
+                             rng.randint(-1, 1), rng.choice([body, plain]),
+                             (box, rng.randrange(4)))
+            box.append(fut)
+            futures.append(fut)
+            latest[fut.task_id] = fut
+
         for _ in range(300):
             op = rng.random()
             if op < 0.5:
-                box = []
-                fut = s.schedule(rng.randrange(6), loop.time() + rng.choice([0, 0.5, 1, 2]),
-                                 rng.randint(-1, 1), body, (box, rng.randrange(4)))
-                box.append(fut)
-                futures.append(fut)
+                schedule_one()
             elif op < 0.6:
                 s.cancel(rng.randrange(6))
             elif op < 0.7 and futures:
@@ -71,7 +94,9 @@ def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
     for f in futures:
         if id(f) not in ran:
             assert f.cancelled() and f.cancel_reason in ("cancelled", "replaced", "closed")
-        elif not f.cancelled():
+        elif f.cancelled():
+            assert f.cancel_reason in ("cancelled", "closed"), "a started version was replaced"
+        else:
             f.exception()  # retrieved, so that asyncio does not log it
     # Versions of one id start in the order they were scheduled.
     rank = {id(f): k for k, f in enumerate(futures)}

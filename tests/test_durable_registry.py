@@ -87,3 +87,32 @@ def test_args_are_json_and_come_back_as_lists() -> None:
         encode_args("abc", None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="kwargs must be a dict"):
         encode_args([], [])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ref", [
+    "durable_helpers:os.system",  # a builtin of another module, through an import
+    "durable_helpers:subprocess.os.system",  # the same, two modules deep
+    "durable_helpers:subprocess.run",  # a Python function of another module
+    "durable_helpers:pytest.fail",
+    "durable_helpers:alias_of_module_level_function",  # defined here, but under another name
+    "durable_helpers:lambda_here",
+    "durable_helpers:Holder",  # a class
+    "durable_helpers:EVENTS.clear",  # a bound builtin method
+    "durable_helpers:threading.Event",
+    "durable_helpers:print",  # not an attribute, but guard the builtins too
+])
+def test_only_functions_defined_as_the_reference_resolve(ref: str) -> None:
+    """A row writer must not reach beyond what the allowed module itself defines."""
+    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    with pytest.raises(UnknownTask, match="refused|has no attribute"):
+        registry.resolve(ref)
+    assert registry.resolve("durable_helpers:module_level_function") is h.module_level_function
+    assert registry.resolve("durable_helpers:Holder.method") is h.Holder.method
+
+
+def test_an_alias_is_not_a_reference() -> None:
+    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    assert registry.reference(h.alias_of_module_level_function) == (
+        "durable_helpers:module_level_function")  # its own name, never the alias
+    with pytest.raises(NotDurable):
+        registry.reference(h.lambda_here)

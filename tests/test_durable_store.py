@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
+from durable_helpers import open_spec, put_raw, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched.durable import NewTask, Outcome, Store
 
@@ -194,3 +194,66 @@ def test_held_by_lists_the_leases_of_an_owner(store: Store) -> None:
     store.claim(1e9, 1, "w2", LIVE)
     assert sorted(store.held_by("w1")) == ["a", "b"] and store.held_by("w2") == ["c"]
     assert store.held_by("nobody") == []
+
+
+BAD_IDS = [("nul\x00inside", "NUL"), ("x" * 1025, "bytes in UTF-8"),
+           ("\u00e9" * 513, "bytes in UTF-8"), ("lone\ud800surrogate", "valid Unicode")]
+
+
+@pytest.mark.parametrize("task_id, message", BAD_IDS)
+def test_a_bad_task_id_is_a_value_error_naming_it_and_nothing_is_written(
+        store: Store, task_id: str, message: str) -> None:
+    store.schedule([new("fine")])
+    for call in (lambda: store.schedule([new("other"), new(task_id)]),
+                 lambda: store.cancel(task_id), lambda: store.get(task_id)):
+        with pytest.raises(ValueError, match=f"task_id.*{message}|{message}.*task_id"):
+            call()
+    assert store.counts() == {"pending": 1} and store.get("other") is None
+    assert store.schedule([new("y" * 1024)]) == [1]  # the limit itself is fine
+
+
+def test_heartbeat_with_tokens_renews_only_those_claims(store: Store) -> None:
+    """A lease the caller no longer knows of (its claim's answer was lost) must expire."""
+    store.schedule([new("known"), new("orphan")])
+    known, orphan = store.claim(1e9, 2, "w", EXPIRED)
+    assert store.heartbeat("w", LIVE, [known.token, "w:9:9:nothing"]) == 1
+    assert store.heartbeat("other", LIVE, [orphan.token]) == 0  # not its lease
+    assert store.requeue_expired() == ["orphan"]
+    assert store.get("known")["state"] == "running"
+
+
+def test_a_claim_batch_survives_a_row_with_a_corrupt_seq(store_spec: dict[str, Any]) -> None:  # noqa: F811
+    """The claim commits, then orders its batch: a text seq must not lose the leased batch."""
+    if store_spec["kind"] == "postgres":
+        pytest.skip("PostgreSQL's bigint column refuses a text seq at insert")
+    store = open_spec(store_spec)
+    store.schedule([new("a", 5.0), new("b", 5.0)])
+    put_raw(store, store_spec, task_id="bad", run_at=5.0, seq="x")
+    claims = store.claim(1e9, 10, "w", LIVE)
+    expected = {"a", "b"} if store_spec["kind"] == "memory" else {"a", "b", "bad"}
+    assert {c.task_id for c in claims} == expected
+    store.close()
+
+
+def test_repair_puts_rows_running_without_a_usable_lease_back(
+        store: Store, store_spec: dict[str, Any]) -> None:  # noqa: F811
+    store.schedule([new("fine")])
+    store.claim(1e9, 1, "w", LIVE)
+    now = store.now()
+    put_raw(store, store_spec, task_id="nolease", state="running")
+    put_raw(store, store_spec, task_id="forever", state="running", lease_owner="x",
+            lease_token="x:1:1:forever", lease_expires=now + 10 * 365 * 86_400)
+    put_raw(store, store_spec, task_id="done", state="completed")
+    assert sorted(store.repair_leases(86_400.0)) == ["forever", "nolease"]
+    assert store.get("nolease")["state"] == "pending"
+    forever = store.get("forever")
+    assert forever["state"] == "pending" and forever["lease_owner"] is None
+    assert store.get("fine")["state"] == "running"  # a live lease within the horizon is kept
+    assert store.repair_leases(86_400.0) == []
+
+
+def test_rows_in_unknown_states_are_reported(store: Store, store_spec: dict[str, Any]) -> None:  # noqa: F811
+    store.schedule([new("fine")])
+    assert store.unknown_states() == []
+    put_raw(store, store_spec, task_id="odd", state="zombie")
+    assert store.unknown_states() == [("odd", "zombie")]

@@ -17,6 +17,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from pysched import InvalidTransition
+
 IDS = st.sampled_from(["a", "b", "c", "d", 0, 1, None, (2, 3)])
 TIMES = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
 PRIORITIES = st.sampled_from([-(2**63), -1, 0, 0, 1, 2**63 - 1])
@@ -61,17 +63,30 @@ class Model:
         self.forget_if_idle(task_id)
         return True
 
-    def next(self, now):
-        """The spec of next(): walk pending versions in order, parking those whose id runs."""
+    def head(self):
+        """The spec of peek(): walk pending versions in order, parking those whose id runs."""
         for entry in sorted((p for p in self.pending.values() if not p.parked), key=Pending.key):
-            if entry.run_at > now:
-                return entry.run_at - now
             if entry.task_id in self.running:
                 entry.parked = True
                 continue
-            del self.pending[entry.task_id]
             return entry
         return None
+
+    def cancel_pending(self, task_id):
+        if self.pending.pop(task_id, None) is None:
+            return False
+        self.forget_if_idle(task_id)
+        return True
+
+    def next(self, now):
+        """The spec of next(): the head, claimed if due."""
+        entry = self.head()
+        if entry is None:
+            return None
+        if entry.run_at > now:
+            return entry.run_at - now
+        del self.pending[entry.task_id]
+        return entry
 
     def finish(self, task_id):
         del self.running[task_id]
@@ -128,18 +143,61 @@ def make_machine(impl):
             self.model.running[got.task_id] = got
             self.cancel_requests.discard(got.task_id)
 
+        @rule(task_id=IDS)
+        def cancel_pending(self, task_id):
+            running = self.model.running.get(task_id)
+            flagged = running is not None and running.cancel_requested
+            assert self.sched.cancel_pending(task_id) is self.model.cancel_pending(task_id)
+            assert running is None or running.cancel_requested is flagged  # never flags a run
+
+        @rule()
+        def peek(self):
+            expected = self.model.head()
+            got = self.sched.peek()
+            assert got == (None if expected is None else (expected.run_at, expected.task_id))
+
+        @rule(step=st.sampled_from([0.0, 0.5, 1.0]), limit=st.sampled_from([None, 0, 1, 2, 5]))
+        def pop_due(self, step, limit):
+            self.now += step
+            got = self.sched.pop_due(self.now, limit)
+            assert limit is None or len(got) <= limit
+            for task in got:
+                expected = self.model.next(self.now)
+                assert (task.task_id, task.version, task.run_at) == (
+                    expected.task_id, expected.version, expected.run_at)
+                self.model.running[task.task_id] = task
+                self.cancel_requests.discard(task.task_id)
+            if limit is None or len(got) < limit:  # stopped because nothing more is due
+                rest = self.model.next(self.now)
+                assert rest is None or isinstance(rest, float)
+
+        @rule(items=st.lists(st.tuples(IDS, TIMES, PRIORITIES), max_size=5))
+        def schedule_many(self, items):
+            fns = [lambda: None for _ in items]
+            expected = [self.model.schedule(task_id, self.now + run_at, priority, fn)
+                        for (task_id, run_at, priority), fn in zip(items, fns, strict=True)]
+            got = self.sched.schedule_many(
+                [(task_id, self.now + run_at, priority, fn)
+                 for (task_id, run_at, priority), fn in zip(items, fns, strict=True)])
+            assert got == expected
+
         @precondition(lambda self: self.model.running)
-        @rule(data=st.data(), ok=st.booleans())
-        def finish(self, data, ok):
+        @rule(data=st.data(), how=st.sampled_from(["complete", "fail", "release"]))
+        def finish(self, data, how):
             task_id = data.draw(st.sampled_from(sorted(self.model.running, key=repr)))
             task = self.model.running[task_id]
             assert task.cancel_requested is (task_id in self.cancel_requests)
-            if ok:
+            if how == "complete":
                 self.sched.complete(task)
-            else:
+            elif how == "fail":
                 self.sched.fail(task, RuntimeError(task_id))
+            else:
+                self.sched.release(task)
             self.model.finish(task_id)
-            assert task.state == ("completed" if ok else "failed")
+            assert task.state == {"complete": "completed", "fail": "failed",
+                                  "release": "cancelled"}[how]
+            with pytest.raises(InvalidTransition):
+                self.sched.release(task)
 
         @rule(bad=st.sampled_from([
             ("run_at", math.nan, ValueError), ("run_at", math.inf, ValueError),
@@ -160,7 +218,7 @@ def make_machine(impl):
             stats = self.sched.stats()
             assert stats["running"] == len(self.model.running)
             assert stats["parked"] == sum(p.parked for p in self.model.pending.values())
-            assert stats["stale"] <= max(stats["heap_live"], impl.REBUILD_FLOOR)
+            assert stats["heap_size"] <= max(2 * stats["heap_live"], impl.REBUILD_FLOOR)
             for task_id in ["a", "b", "c", "d", 0, 1, None, (2, 3)]:
                 expected = ("pending" if task_id in self.model.pending
                             else "running" if task_id in self.model.running else None)

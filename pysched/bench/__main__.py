@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from . import (
     bounded,
     config,
+    draining,
     growth,
     machine,
     memory,
@@ -24,15 +25,15 @@ from . import (
     results,
     runtime,
     scheduling,
-    targets,
 )
-from .competitors import CORE, core_available
+from .competitors import CORE, VERSIONED, core_available
 from .plan import Row, Step, run_steps
 from .progress import Progress
 from .workloads import WORKLOADS
 
-SECTIONS = ("scheduler", "bounded", "memory", "runtime")
-REFERENCE = "heapq"  # the competitor whose growth is shown beside the core's
+SECTIONS = ("scheduler", "bounded", "drain", "memory", "runtime")
+# The baselines whose growth is shown beside the core's, per section.
+REFERENCE = {scheduling.SECTION: VERSIONED, bounded.SECTION: bounded.TWO_HEAPS}
 
 
 def _sizes(text: str) -> list[int]:
@@ -73,6 +74,7 @@ def plan(cfg: config.Config, sections: Sequence[str]) -> list[Step]:
         "scheduler": lambda: scheduling.steps(cfg.sizes, cfg.budget, cfg.sched_cancel_cap),
         "bounded": lambda: bounded.steps(cfg.churn_pushes, cfg.capacities, cfg.top_n,
                                          cfg.top_ks, cfg.budget),
+        "drain": lambda: draining.steps(cfg.drain_n, cfg.budget),
         "memory": lambda: memory.steps(cfg.memory_n),
         "runtime": lambda: runtime.steps(cfg.throughput_tasks, cfg.throughput_repeat,
                                          cfg.lateness_tasks, cfg.lateness_span,
@@ -81,12 +83,13 @@ def plan(cfg: config.Config, sections: Sequence[str]) -> list[Step]:
     return [step for section in sections for step in makers[section]()]
 
 
-def growth_checks(rows: Sequence[Row],
-                  competitor: str = CORE) -> dict[str, growth.GrowthCheck | None]:
-    """The log-n check for each scheduler workload and bounded-queue churn, on one competitor.
+def growth_checks(rows: Sequence[Row], competitor: Mapping[str, str] | None = None,
+                  ) -> dict[str, growth.GrowthCheck | None]:
+    """The log-n check for each scheduler workload and bounded-queue churn.
 
-    The core's is the verdict; heapq's (O(log n) by construction) shows what
-    the same machine's caches do to a heap's cost per operation.
+    On the core by default, the verdict; on ``competitor[section]`` for the
+    heapq baselines (O(log n) by construction), which shows what the same
+    machine's caches do to a heap's cost per operation.
     """
     checked = [(scheduling.SECTION, workload.key, workload.title) for workload in WORKLOADS]
     checked.append((bounded.SECTION, "churn", "bounded-queue churn"))
@@ -94,7 +97,7 @@ def growth_checks(rows: Sequence[Row],
     for section, key, title in checked:
         points = {row["size"]: row["ns_per_op"] for row in rows
                   if (row["section"], row["workload"], row["competitor"])
-                  == (section, key, competitor)}
+                  == (section, key, CORE if competitor is None else competitor[section])}
         if points:
             checks[title] = growth.check(points)
     return checks
@@ -125,12 +128,16 @@ def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
     if top:
         blocks.append(report.speedup_table(
             top, f"one-shot top-k of {top[0]['pushes']:,} values (ns per value)", "k"))
+    drain = pick(draining.SECTION, "drain")
+    if drain:
+        blocks.append(report.speedup_table(
+            drain, f"drain: claim, run and complete {drain[0]['size']:,} due tasks; speedup"
+            f" against the core's pop_due({draining.BATCH}), {draining.BATCH} tasks a call", "n"))
     blocks += [report.memory_table(pick(memory.SECTION, "memory")),
                report.throughput_table(pick(runtime.SECTION, "throughput")),
                report.lateness_table(pick(runtime.SECTION, "lateness"))]
     if checks:
         blocks.append(report.growth_lines(checks, reference))
-    blocks.append(targets.lines(targets.evaluate(rows)))
     return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"
 
 
@@ -150,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     if not core_available():
         print("note: pysched's compiled core does not import here: the tables show the"
               " pure twin beside the baselines, without speedups", file=sys.stderr)
+    elif "drain" in args.sections and not draining.drainers():
+        print("note: this core has no pop_due: the drain section is left out", file=sys.stderr)
     steps = plan(cfg, args.sections)
     rows = run_steps(steps, Progress(enabled=not args.quiet))
     checks, reference = growth_checks(rows), growth_checks(rows, REFERENCE)

@@ -3,11 +3,12 @@
 Each baseline has the core's ordering (earliest ``run_at``, then the higher
 ``priority``, then submission order) and the same small surface the workloads
 use: ``schedule(task_id, run_at, priority, fn)`` (scheduling an id again
-replaces its pending task), ``cancel(task_id) -> bool`` and ``drain()``, which
-runs every pending task in order and calls its ``fn``. None of them has
-pysched's versions, parked runs or stale-entry bound: they are the honest
-minimum a user would write for these workloads, so the comparison flatters
-them if anything.
+replaces its pending task), ``cancel(task_id) -> bool``, and either
+``next(now)`` (``HeapqVersioned``, claimed one by one as from the core) or
+``drain()``, which runs every pending task in order and calls its ``fn``.
+None of them has pysched's running state, parked runs or argument checks:
+they are the honest minimum a user would write for these workloads, so the
+comparison flatters them if anything.
 """
 
 from __future__ import annotations
@@ -18,16 +19,20 @@ import queue
 import sched
 from collections.abc import Callable, Hashable
 from functools import partial
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 __all__ = [
     "HeapqScheduler",
     "HeapqTuples",
+    "HeapqVersioned",
     "PriorityQueueScheduler",
     "SchedScheduler",
     "SortedListScheduler",
 ]
+
+# The core's: below this many entries a rebuild costs more than it saves.
+REBUILD_FLOOR = 64
 
 # The heapq documentation's placeholder for a removed task.
 REMOVED = "<removed-task>"
@@ -81,6 +86,74 @@ class HeapqScheduler(_EntryFinder):
             if task_id is not REMOVED:
                 del entry_finder[task_id]
                 fn()
+
+
+# (run_at, -priority, seq, task_id, fn)
+VersionedEntry = tuple[float, int, int, Hashable, Callable[[], Any]]
+
+
+class HeapqVersioned:
+    """A heap of ``(run_at, -priority, seq, task_id, fn)`` tuples and a dict of versions.
+
+    The core's own algorithm, plainly: ``version_of[task_id]`` is the seq of
+    the id's pending entry, so replacing or cancelling an id only changes (or
+    drops) that number and the old entry turns stale in place. The seq is
+    unique across ids, so it serves as the version: an id scheduled,
+    cancelled and scheduled again never matches its old entry, and no counter
+    per id outlives its tasks. Stale entries are popped when they reach the
+    head, and the heap is rebuilt from its live entries when stale ones
+    outnumber them (above REBUILD_FLOOR entries), so it holds at most about
+    twice the pending tasks. ``next(now)`` returns the due entry itself.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[VersionedEntry] = []
+        self._version_of: dict[Hashable, int] = {}
+        self._seq = 0
+
+    def __len__(self) -> int:
+        """Pending tasks."""
+        return len(self._version_of)
+
+    def schedule(self, task_id: Hashable, run_at: float, priority: int,
+                 fn: Callable[[], Any]) -> int:
+        """Make ``fn`` the pending version of ``task_id``; return its version."""
+        self._seq = seq = self._seq + 1
+        version_of = self._version_of
+        replaces = task_id in version_of
+        version_of[task_id] = seq
+        heappush(self._heap, (run_at, -priority, seq, task_id, fn))
+        if replaces:
+            self._maybe_rebuild()
+        return seq
+
+    def cancel(self, task_id: Hashable) -> bool:
+        """Drop the pending version of ``task_id``; False if there is none."""
+        if self._version_of.pop(task_id, None) is None:
+            return False
+        self._maybe_rebuild()
+        return True
+
+    def next(self, now: float) -> VersionedEntry | float | None:
+        """Claim the head entry if it is due; else the seconds until it is; None when empty."""
+        heap, version_of = self._heap, self._version_of
+        while heap:
+            entry = heap[0]
+            if version_of.get(entry[3]) != entry[2]:
+                heappop(heap)  # stale: replaced or cancelled
+                continue
+            if entry[0] > now:
+                return entry[0] - now
+            del version_of[entry[3]]
+            return heappop(heap)
+        return None
+
+    def _maybe_rebuild(self) -> None:
+        heap, live = self._heap, len(self._version_of)
+        if len(heap) > REBUILD_FLOOR and len(heap) > 2 * live:
+            version_of = self._version_of
+            heap[:] = [entry for entry in heap if version_of.get(entry[3]) == entry[2]]
+            heapify(heap)
 
 
 class HeapqTuples:

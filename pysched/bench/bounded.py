@@ -1,8 +1,9 @@
 """The bounded-queue section: full-queue churn at several capacities, one-shot top-k.
 
 The workloads are bounded_workloads.py's ``churn`` and ``top_k``;
-competitors are the Cython core, the pure twin, that module's
-sortedcontainers queue where installed, and, for top-k, ``heapq.nsmallest``.
+competitors are the Cython core, "heapq, two heaps" (the main baseline),
+the pure twin, a sortedcontainers queue where installed (both baselines in
+bounded_baselines.py), and, for top-k, ``heapq.nsmallest``.
 As for the scheduler, every competitor must end in the same state at a
 small size before anything is timed.
 """
@@ -14,12 +15,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from .bounded_workloads import SortedBoundedQueue, churn, churn_priorities, churn_queue, top_k
+from .bounded_baselines import SortedBoundedQueue, TwoHeapsQueue
+from .bounded_workloads import churn, churn_priorities, churn_queue, top_k
 from .competitors import CORE, core_available, sortedcontainers_available
 from .plan import Row, Step, Timed, timed_group
 from .scheduling import Disagreement
 
 SECTION = "bounded"
+TWO_HEAPS = "two_heaps"  # the main baseline's key
 VERIFY_PUSHES = 5_000
 
 
@@ -31,6 +34,7 @@ def queue_competitors() -> list[tuple[str, str, type]]:
     if core_available():
         core: Any = importlib.import_module("pysched._core")
         found.append((CORE, "pysched", core.StableBoundedPriorityQueue))
+    found.append((TWO_HEAPS, "heapq, two heaps", TwoHeapsQueue))
     found.append(("py", "pure twin", PureQueue))
     if sortedcontainers_available():
         found.append(("sorted", "SortedList", SortedBoundedQueue))

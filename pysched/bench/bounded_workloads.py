@@ -1,15 +1,14 @@
-"""StableBoundedPriorityQueue workloads, and the sortedcontainers queue they are compared with.
+"""StableBoundedPriorityQueue workloads, run on the core, the twin and the baselines alike.
 
 Workloads follow workloads.py: a function of (queue class, sizes, seed) that
 draws its inputs first and returns a ``run()`` closure, so a timer measures
 only queue work. Priorities are drawn from 0 to MAX_PRIORITY, so ties are
 many and stability (FIFO among equals) is exercised, not assumed.
 
-- ``churn``: the issue's full-queue workload: ``n_pushes`` pushes and one
+- ``churn``: the full-queue workload: ``n_pushes`` pushes and one
   pop after every POP_EVERY-th push; ``run()`` returns pushes + pops.
 - ``top_k``: one-shot top-k of a stream, against ``heapq.nsmallest``
   (stable, but not a container); ``run()`` returns the k best values.
-``SortedBoundedQueue`` is the obvious alternative built on sortedcontainers.
 """
 
 from __future__ import annotations
@@ -67,38 +66,3 @@ def top_k(queue_cls: type | None, k: int, n: int, seed: int) -> Callable[[], lis
         return [value for _, _, value in queue.snapshot()]
 
     return run
-
-
-class SortedBoundedQueue:
-    """A bounded queue on sortedcontainers.SortedList: the baseline a user would write.
-
-    Same admission rule (full: only a strictly better entry gets in). O(log n)
-    push and pop, with larger constants than two heaps. Needs sortedcontainers
-    (the ``bench`` extra), imported on first use so this module imports without it.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        from sortedcontainers import SortedList  # type: ignore[import-untyped, import-not-found, unused-ignore]
-
-        self._capacity = capacity
-        self._entries: Any = SortedList()  # (priority, seq, value), best first
-        self._seq = 0
-
-    def push(self, priority: int, value: Any) -> bool:
-        """Add ``value`` unless the queue is full and it is no better than the worst; O(log n)."""
-        self._seq += 1
-        entries = self._entries
-        if len(entries) >= self._capacity:
-            if not self._capacity or priority >= entries[-1][0]:
-                return False
-            entries.pop()
-        entries.add((priority, self._seq, value))
-        return True
-
-    def pop(self) -> Any:
-        """Remove and return the best value; O(log n)."""
-        return self._entries.pop(0)[2]
-
-    def snapshot(self) -> list[tuple[int, int, Any]]:
-        """Every (priority, seq, value) entry, best first."""
-        return list(self._entries)

@@ -3,6 +3,8 @@
 A ``Competitor`` makes a fresh scheduler with ``schedule`` and ``cancel``
 and knows how to drain it. The core and the twin are used through their own
 API (``next``/``complete``); the baselines through theirs (see baselines.py).
+The first baseline, "heapq, versioned", is the one the report leads with:
+the core's algorithm written plainly in Python, claimed by ``next()`` too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from . import baselines
 
 CORE = "c"  # the key of the Cython core, which every speedup is measured against
+VERSIONED = "versioned"  # the main baseline: the core's algorithm in heapq and a dict
 
 # sched's cancel is O(n) (list.remove + heapify), so a workload with n/10
 # cancels is O(n**2): at n = 100,000 it takes minutes, at 10,000 up to 6 s
@@ -31,6 +34,16 @@ def drain_scheduler(sched: Any) -> None:
             return
         task.fn()
         complete(task)
+
+
+def drain_versioned(sched: Any) -> None:
+    """Claim and run every pending entry of a HeapqVersioned, as drain_scheduler does the core's."""
+    claim = sched.next
+    while True:
+        entry = claim(1e300)
+        if entry is None or entry.__class__ is float:
+            return
+        entry[4]()
 
 
 def drain_baseline(sched: Any) -> None:
@@ -86,8 +99,9 @@ def scheduler_competitors(sched_cancel_cap: int = SCHED_CANCEL_CAP) -> list[Comp
 
         found.append(Competitor(CORE, "pysched", CoreScheduler, drain_scheduler))
     found += [
+        Competitor(VERSIONED, "heapq, versioned", baselines.HeapqVersioned, drain_versioned),
         Competitor("py", "pure twin", PureScheduler, drain_scheduler),
-        Competitor("heapq", "heapq", baselines.HeapqScheduler, drain_baseline,
+        Competitor("heapq", "heapq, entry finder", baselines.HeapqScheduler, drain_baseline,
                    make_simple=baselines.HeapqTuples),
         Competitor("sched", "sched", baselines.SchedScheduler, drain_baseline,
                    cancel_cap=sched_cancel_cap),

@@ -1,8 +1,15 @@
-"""Resident bytes per pending task, measured in a fresh interpreter.
+"""Memory per pending task, and what is left once the tasks drain away, each in a fresh interpreter.
 
-Run as ``python -m pysched.bench.memory IMPL N`` (IMPL: c, py or heapq). Ids and run times are made
-before the first reading (a caller holds its own ids anyway) and every task
-shares one function, so the difference is what the scheduler itself keeps.
+Run as ``python -m pysched.bench.memory IMPL N FIGURE`` (IMPL: a key of
+SCHEDULERS; FIGURE: ``resident`` or ``after_drain``). Ids and run times are
+made before the first reading (a caller holds its own ids anyway) and every
+task shares one function, so what is measured is what the scheduler keeps.
+
+- ``resident``: resident bytes per pending task with N pending.
+- ``after_drain``: the scheduler's traced allocations (tracemalloc) once its
+  N tasks are drained to empty, as a share of their peak: a long-lived
+  scheduler should give back what a burst of tasks made it allocate.
+  tracemalloc sees the core's arrays too, as it allocates them with PyMem.
 """
 
 from __future__ import annotations
@@ -10,13 +17,17 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+import tracemalloc
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
-from .competitors import CORE, core_available
+from .competitors import CORE, VERSIONED, core_available, drain_scheduler, drain_versioned
 from .plan import Row, Step
 from .workloads import noop
 
 SECTION = "memory"
+FIGURES = ("resident", "after_drain")
 
 
 def resident_bytes() -> int:
@@ -33,25 +44,29 @@ def resident_bytes() -> int:
         return peak if sys.platform == "darwin" else peak * 1024
 
 
-def scheduler_class(impl: str) -> type:
-    """The scheduler measured for ``impl``: c, py or heapq (the entry-finder baseline)."""
-    if impl == "c":
+def scheduler(impl: str) -> tuple[type, Callable[[Any], None]]:
+    """The scheduler class measured for ``impl`` and the function that drains one."""
+    if impl == CORE:
         from pysched import _core
 
-        return _core.Scheduler
+        return _core.Scheduler, drain_scheduler
     if impl == "py":
         from pysched import _scheduler_py
 
-        return _scheduler_py.Scheduler
-    from .baselines import HeapqScheduler
+        return _scheduler_py.Scheduler, drain_scheduler
+    from .baselines import HeapqVersioned
 
-    return HeapqScheduler
+    return HeapqVersioned, drain_versioned
 
 
-def measure_here(impl: str, n: int) -> float:
-    ids = list(range(10**9, 10**9 + n))
-    times = [float(i % 1000) for i in range(n)]
-    cls = scheduler_class(impl)
+def _inputs(n: int) -> tuple[list[int], list[float]]:
+    return list(range(10**9, 10**9 + n)), [float(i % 1000) for i in range(n)]
+
+
+def resident_per_task(impl: str, n: int) -> float:
+    """Resident bytes per pending task with ``n`` pending."""
+    ids, times = _inputs(n)
+    cls, _ = scheduler(impl)
     gc.collect()
     before = resident_bytes()
     sched = cls()
@@ -63,29 +78,52 @@ def measure_here(impl: str, n: int) -> float:
     return used / n
 
 
-def bytes_per_task(impl: str, n: int) -> float:
+def after_drain_share(impl: str, n: int) -> float:
+    """Traced bytes still held after draining ``n`` tasks to empty, over their peak."""
+    ids, times = _inputs(n)
+    cls, drain = scheduler(impl)
+    gc.collect()
+    tracemalloc.start()
+    sched = cls()
+    for task_id, run_at in zip(ids, times, strict=True):
+        sched.schedule(task_id, run_at, 0, noop)
+    drain(sched)
+    gc.collect()
+    left, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(sched) == 0
+    return left / peak
+
+
+def measure_here(impl: str, n: int, figure: str) -> float:
+    return (resident_per_task if figure == "resident" else after_drain_share)(impl, n)
+
+
+def in_child(impl: str, n: int, figure: str) -> float:
     """Measure in a child process, so earlier work leaves no freed memory to reuse."""
-    child = subprocess.run([sys.executable, "-m", "pysched.bench.memory", impl, str(n)],
+    child = subprocess.run([sys.executable, "-m", "pysched.bench.memory", impl, str(n), figure],
                            capture_output=True, text=True)
     if child.returncode:
-        raise RuntimeError(f"memory measurement of {impl} at n = {n} failed:\n{child.stderr}")
+        raise RuntimeError(f"memory ({figure}) of {impl} at n = {n} failed:\n{child.stderr}")
     return float(child.stdout)
 
 
-MEASURED = [(CORE, "pysched"), ("py", "pure twin"), ("heapq", "heapq")]
+MEASURED = [(CORE, "pysched"), (VERSIONED, "heapq, versioned"), ("py", "pure twin")]
 
 
 def steps(n: int) -> list[Step]:
-    """One step per scheduler: resident bytes per pending task with ``n`` pending."""
+    """One step per scheduler: its bytes per pending task and its share left after draining."""
     impls = MEASURED if core_available() else MEASURED[1:]
 
     def one(key: str, label: str) -> list[Row]:
         return [{"section": SECTION, "workload": "memory", "param": "n", "size": n,
-                 "competitor": key, "label": label, "bytes_per_task": bytes_per_task(key, n)}]
+                 "competitor": key, "label": label,
+                 "bytes_per_task": in_child(key, n, "resident"),
+                 "after_drain": in_child(key, n, "after_drain")}]
 
     return [Step(f"memory, {n:,} pending, {label}", partial(one, key, label))
             for key, label in impls]
 
 
 if __name__ == "__main__":
-    print(measure_here(sys.argv[1], int(sys.argv[2])))
+    print(measure_here(sys.argv[1], int(sys.argv[2]), sys.argv[3]))

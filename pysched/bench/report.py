@@ -2,7 +2,7 @@
 
 Speedup is the competitor's time per operation divided by the Cython core's
 on the same workload and size: 3.0x means the core does the same work in a
-third of the time.
+third of the time. Tables have a line per competitor, so more of them fit.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from .competitors import CORE
 from .growth import FACTOR, GrowthCheck
 from .plan import Row
 
-CELL = 17  # width of one competitor's "ns/op speedup" cell
+CELL = 17  # width of one size's "ns/op speedup" cell
+LABEL = 24  # width of the competitor column
 
 
 def _ordered(values: Iterable[Any]) -> list[Any]:
@@ -22,53 +23,57 @@ def _ordered(values: Iterable[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def _cell(ns: float | None, core_ns: float | None) -> str:
+def _cell(ns: float | None, core_ns: float | None, is_core: bool) -> str:
     if ns is None:
         return f"{'-':>{CELL}}"
-    if core_ns is None:
-        return f"{ns:>{CELL},.0f}"
+    if core_ns is None or is_core:
+        return f"{ns:>{CELL - 8},.0f}" + " " * 8
     speedup = ns / core_ns
     shown = f"{speedup:.0f}x" if speedup >= 100 else f"{speedup:.1f}x"
     return f"{ns:>{CELL - 8},.0f} {shown:>7}"
 
 
 def speedup_table(rows: Sequence[Row], title: str, param: str, gaps: str = "") -> list[str]:
-    """ns/op of the core, then ns/op and speedup of each competitor, one line per size.
+    """A line per competitor, the core first: its ns/op at each size and the core's speedup over it.
 
     ``gaps`` explains cells left out ("-"), if there are any.
     """
     labels = dict(_ordered((row["competitor"], row["label"]) for row in rows))
-    others = [key for key in labels if key != CORE]
-    has_core = CORE in labels
+    sizes = _ordered(row["size"] for row in rows)
     ns = {(row["size"], row["competitor"]): row["ns_per_op"] for row in rows}
-    head = f"{param:>10} " + (f"{labels[CORE]:>10} |" if has_core else "")
-    sub = f"{'':>10} " + (f"{'ns/op':>10} |" if has_core else "")
-    for key in others:
-        head += f"{labels[key]:>{CELL}}"
-        sub += f"{'ns/op speedup' if has_core else 'ns/op':>{CELL}}"
-    lines = [title, head, sub]
+    has_core = CORE in labels
+    lines = [title,
+             (f"  {param:<{LABEL}}" + "".join(f"{size:>{CELL - 8},}" + " " * 8
+                                             for size in sizes)).rstrip(),
+             f"  {'':<{LABEL}}"
+             + f"{'ns/op speedup' if has_core else 'ns/op':>{CELL}}" * len(sizes)]
     missing = False
-    for size in _ordered(row["size"] for row in rows):
-        core_ns = ns.get((size, CORE))
-        line = f"{size:>10,} " + (f"{core_ns:>10,.0f} |" if has_core and core_ns else "")
-        for key in others:
-            line += _cell(ns.get((size, key)), core_ns)
+    for key, label in labels.items():
+        line = f"  {label:<{LABEL}}"
+        for size in sizes:
+            line += _cell(ns.get((size, key)), ns.get((size, CORE)), key == CORE)
             missing = missing or (size, key) not in ns
-        lines.append(line)
+        lines.append(line.rstrip())
     if gaps and missing:
         lines.append(f"  -: {gaps}")
     return lines
 
 
 def memory_table(rows: Sequence[Row]) -> list[str]:
+    """Resident bytes per pending task, and what each keeps after draining to empty."""
     if not rows:
         return []
     n = rows[0]["size"]
     core = next((row["bytes_per_task"] for row in rows if row["competitor"] == CORE), None)
-    lines = [f"memory: resident bytes per pending task, {n:,} pending (each in a fresh process)"]
+    lines = [f"memory with {n:,} tasks pending, each scheduler in a fresh process",
+             f"  {'':<{LABEL}}{'B/task':>8}{'x core':>8}{'left after draining':>22}"]
     for row in rows:
-        ratio = "" if not core else f"  {row['bytes_per_task'] / core:5.1f}x the core"
-        lines.append(f"  {row['label']:<16}{row['bytes_per_task']:>8.0f} B{ratio}")
+        ratio = f"{row['bytes_per_task'] / core:.1f}x" if core else ""
+        lines.append(f"  {row['label']:<{LABEL}}{row['bytes_per_task']:>8.0f}{ratio:>8}"
+                     f"{row['after_drain'] * 100:>21.1f}%")
+    lines.append("  B/task: resident bytes per pending task; left after draining: what its"
+                 " allocations still hold once every task has run, as a share of their peak"
+                 " (tracemalloc)")
     return lines
 
 
@@ -105,10 +110,10 @@ def lateness_table(rows: Sequence[Row]) -> list[str]:
 
 def growth_lines(checks: Mapping[str, GrowthCheck | None],
                  reference: Mapping[str, GrowthCheck | None]) -> list[str]:
-    """The log-n check, one line per workload (or why it was not made), heapq's beside it."""
+    """The log-n check per workload (or why it was not made), the heapq baseline's beside it."""
     lines = [f"log-n check on the Cython core: ns/op / log2(n) at each size, relative to the"
              f" smallest; pass when every ratio is <= {FACTOR:g}",
-             "  (heapq's largest ratio beside it: a heap that is O(log n) by construction,"
+             "  (beside it the largest ratio of the main heapq baseline: O(log n) by construction,"
              " slowed by the same caches)"]
     for title, result in checks.items():
         if result is None:
@@ -121,7 +126,7 @@ def growth_lines(checks: Mapping[str, GrowthCheck | None],
         lines.append(f"  {title:<24} {ratios}   fit ns/op ~ n^{result.exponent:.2f}   {verdict}")
         ref = reference.get(title)
         if ref is not None:
-            lines.append(f"  {'':<24} heapq: largest ratio {ref.worst:.2f},"
+            lines.append(f"  {'':<24} heapq baseline: largest ratio {ref.worst:.2f},"
                          f" fit ns/op ~ n^{ref.exponent:.2f}")
     return lines
 

@@ -22,17 +22,30 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+import types
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from .errors import NotDurable, UnknownTask
+from .retry import Retry
+from .store import DEFAULT_QUEUE, Serves, check_key
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 # A module path and a dotted qualified name, with no "<lambda>" or "<locals>".
 _IMPORT_REF = re.compile(r"^([A-Za-z_][\w.]*):([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)$")
 
-__all__ = ["REGISTRY", "TaskRegistry", "task"]
+__all__ = ["REGISTRY", "TaskOptions", "TaskRegistry", "task"]
+
+
+class TaskOptions(NamedTuple):
+    """How a registered task is scheduled and run."""
+
+    queue: str
+    retry: Retry | None
+
+
+_DEFAULTS = TaskOptions(DEFAULT_QUEUE, None)
 
 
 class TaskRegistry:
@@ -59,35 +72,59 @@ class TaskRegistry:
         self._lock = threading.Lock()
         self._by_name: dict[str, Callable[..., Any]] = {}
         self._name_of: dict[Callable[..., Any], str] = {}
+        self._options: dict[str, TaskOptions] = {}
         self.allowed_modules: tuple[str, ...] = tuple(allowed_modules)
 
-    def register(self, fn: F, name: str | None = None) -> F:
+    def register(self, fn: F, name: str | None = None, *, queue: str | None = None,
+                 retry: Retry | None = None) -> F:
         """Register ``fn`` under ``name`` (default ``module:qualname``) and return it.
 
-        Registering the same function under the same name again is a no-op;
-        a name already taken by another function raises ValueError.
+        ``queue`` is where its versions go unless ``schedule(..., queue=)`` says
+        otherwise (default ``"default"``); ``retry`` its policy for failures
+        (default: none, a failure is final). Registering the same function under
+        the same name again is a no-op (its options are replaced); a name
+        already taken by another function raises ValueError.
         """
+        if queue is not None:
+            check_key(queue, "queue")
+        if retry is not None and not isinstance(retry, Retry):
+            raise TypeError(f"retry must be a Retry, not {type(retry).__name__}")
         if not callable(fn):
             raise TypeError(f"fn must be callable, not {type(fn).__name__}")
         if name is None:
             name = _import_name(fn)
             if name is None:
                 raise NotDurable(_why_not_durable(fn) + "; pass name= to register it")
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"name must be a non-empty str, not {name!r}")
+        if check_key(name, "name") == "":
+            raise ValueError("name must be a non-empty str")
         with self._lock:
             old = self._by_name.get(name)
             if old is not None and old is not fn:
                 raise ValueError(f"task name {name!r} is already registered to {old!r}")
             self._by_name[name] = fn
             self._name_of.setdefault(fn, name)
+            self._options[name] = TaskOptions(queue or DEFAULT_QUEUE, retry)
         return fn
 
-    def task(self, fn: F | None = None, *, name: str | None = None) -> Any:
-        """Decorator form of ``register``: ``@registry.task`` or ``@registry.task(name="x")``."""
+    def task(self, fn: F | None = None, *, name: str | None = None, queue: str | None = None,
+             retry: Retry | None = None) -> Any:
+        """Decorator form of ``register``: ``@registry.task`` or
+        ``@registry.task(name="x", queue="mail", retry=Retry(5))``."""
         if fn is None:
-            return lambda f: self.register(f, name)
-        return self.register(fn, name)
+            return lambda f: self.register(f, name, queue=queue, retry=retry)
+        return self.register(fn, name, queue=queue, retry=retry)
+
+    def options(self, ref: str) -> TaskOptions:
+        """The queue and retry policy of a stored reference (defaults if unregistered)."""
+        return self._options.get(ref, _DEFAULTS)
+
+    def serves(self, queues: Iterable[str] | None = None) -> Serves:
+        """What a worker with this registry can run: its registered names, the
+        ``module:function`` references of its allowed modules, in ``queues``
+        (None: every queue). Claims take only such rows."""
+        prefixes = tuple(p for m in self.allowed_modules for p in (m + ":", m + "."))
+        return Serves(tuple(self._by_name), prefixes,
+                      None if queues is None else tuple(queues))
 
     def reference(self, fn: Any) -> str:
         """The stored name of ``fn``, or NotDurable saying why it has none.
@@ -135,8 +172,9 @@ class TaskRegistry:
         fn = self._by_name.get(ref)  # importing the module may have registered it
         if fn is not None:
             return fn
-        if not callable(obj):
-            raise UnknownTask(f"task {ref!r} names a {type(obj).__name__}, not a function")
+        why = _not_defined_as(obj, module_name, qualname)
+        if why is not None:
+            raise UnknownTask(f"task {ref!r} refused: {why}")
         return obj  # type: ignore[no-any-return]
 
     def _module_allowed(self, module: str) -> bool:
@@ -166,7 +204,24 @@ def _import_name(fn: Any) -> str | None:
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
         return None
-    return name if obj is fn else None
+    return name if obj is fn and _not_defined_as(obj, module, qualname) is None else None
+
+
+def _not_defined_as(obj: Any, module: str, qualname: str) -> str | None:
+    """Why ``obj`` is not a plain function defined as ``module:qualname``, or None if it is.
+
+    What a getattr chain reaches is not what the module defines: ``myapp:os.system``
+    reaches the os module's function through an import in myapp, a class would be
+    instantiated, a builtin or a bound method belongs to something else. Only a
+    Python function whose own ``__module__`` and ``__qualname__`` are the reference
+    may run.
+    """
+    if not isinstance(obj, types.FunctionType):
+        return f"it names a {type(obj).__name__}, not a function defined in {module}"
+    if obj.__module__ != module or obj.__qualname__ != qualname:
+        return (f"it names {obj.__module__}:{obj.__qualname__}, a function defined elsewhere"
+                f" than {module}:{qualname}")
+    return None
 
 
 def _why_not_durable(fn: Any) -> str:

@@ -20,12 +20,12 @@ from concurrent.futures import Executor
 from typing import Any
 
 from .. import _impl
-from .._validate import check_capacity, check_hashable, check_priority, check_time
+from .._validate import check_capacity, check_choice, check_hashable, check_priority, check_time
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .book import PoolBook
 from .clocks import checked_clock, waiter_for
 from .future import TaskFuture
-from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence, check_choice
+from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence
 from .threads import PoolThreads
 from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
 

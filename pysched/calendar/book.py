@@ -1,0 +1,125 @@
+"""``SeriesBook``: many series, one clock watch, one event hub; no threads.
+
+A scheduler keeps one book. At each wake-up it calls ``wake(now)`` and starts
+the runs it returns; when a run ends it calls ``finished``; it sleeps until
+``next_wake()`` on its monotonic clock, or until it adds, resumes or replaces
+a series. Only the series whose wake time has come are polled, so a wake-up
+costs O(k log n) for k due series out of n, not O(n). The book is not
+thread-safe: the caller holds its own lock (the pool) or runs on one thread
+(asyncio).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Hashable
+
+from ._readings import ClockWatch, Reading
+from .events import Event, EventHub, clock_jump_event
+from .series import Fire, Series
+
+__all__ = ["SeriesBook"]
+
+
+class SeriesBook:
+    """The series of one scheduler, keyed by id, with a heap of their wake times."""
+
+    __slots__ = ("hub", "_watch", "_series", "_heap", "_generation", "_tick")
+
+    def __init__(self, now: Reading, hub: EventHub | None = None) -> None:
+        self.hub = EventHub() if hub is None else hub
+        self._watch = ClockWatch(now)
+        self._series: dict[Hashable, Series] = {}
+        # (wake on the monotonic clock, tie-breaker, id, generation); an entry
+        # whose generation is not the series' current one is stale and skipped.
+        self._heap: list[tuple[float, int, Hashable, int]] = []
+        self._generation: dict[Hashable, int] = {}
+        self._tick = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._series)
+
+    def __contains__(self, series_id: object) -> bool:
+        return series_id in self._series
+
+    def get(self, series_id: Hashable) -> Series | None:
+        """The series with this id, or None."""
+        return self._series.get(series_id)
+
+    def add(self, series: Series, now: Reading) -> None:
+        """Add ``series``; one with the same id is cancelled and replaced, whole."""
+        old = self._series.get(series.series_id)
+        if old is not None:
+            self.hub.emit(old.cancel())
+        self._series[series.series_id] = series
+        self._reschedule(series, now)
+
+    def cancel(self, series_id: Hashable) -> bool:
+        """End and remove the series; False if there is none with this id."""
+        series = self._series.pop(series_id, None)
+        if series is None:
+            return False
+        self._generation.pop(series_id, None)
+        self.hub.emit(series.cancel())
+        return True
+
+    def pause(self, series_id: Hashable) -> None:
+        """Start nothing more of this series until ``resume`` (KeyError if unknown)."""
+        self._series[series_id].pause()
+        self._generation[series_id] = self._generation.get(series_id, 0) + 1
+
+    def resume(self, series_id: Hashable, now: Reading) -> None:
+        """Resume the series; what came due meanwhile is skipped with events."""
+        series = self._series[series_id]
+        self.hub.emit(series.resume(now))
+        self._reschedule(series, now)
+
+    def wake(self, now: Reading) -> list[tuple[Series, Fire]]:
+        """At a wake-up: the runs to start now, each with its series."""
+        jump = self._watch.observe(now)
+        if jump is not None:
+            self.hub.emit([clock_jump_event(jump)])
+            # Every calendar series' sleep was measured on the old wall time.
+            for series in self._series.values():
+                if series.timeline == "wall":
+                    series.note_jump(jump)
+                    self._reschedule(series, now)
+        starts: list[tuple[Series, Fire]] = []
+        heap = self._heap
+        while heap and heap[0][0] <= now.mono:
+            _, _, series_id, generation = heapq.heappop(heap)
+            if self._generation.get(series_id) != generation:
+                continue
+            series = self._series[series_id]
+            decision = series.poll(now)
+            self.hub.emit(decision.events)
+            if decision.start is not None:
+                starts.append((series, decision.start))
+            self._reschedule(series, now)
+        return starts
+
+    def finished(self, series: Series, now: Reading, failed: bool = False) -> None:
+        """The run of ``series`` that ``wake`` returned has ended."""
+        events: list[Event] = series.finished(now, failed)
+        self.hub.emit(events)
+        if series.stopped:
+            if self._series.get(series.series_id) is series:
+                del self._series[series.series_id]
+                self._generation.pop(series.series_id, None)
+            return
+        self._reschedule(series, now)
+
+    def next_wake(self) -> float | None:
+        """The earliest wake time on the monotonic clock, or None when nothing waits."""
+        heap = self._heap
+        while heap and self._generation.get(heap[0][2]) != heap[0][3]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def _reschedule(self, series: Series, now: Reading) -> None:
+        generation = self._generation.get(series.series_id, 0) + 1
+        self._generation[series.series_id] = generation
+        wake = series.next_wake(now)
+        if wake is not None:
+            heapq.heappush(self._heap, (wake, next(self._tick), series.series_id, generation))

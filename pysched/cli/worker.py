@@ -1,0 +1,296 @@
+"""``pysched worker``: run the due tasks of a durable schedule until signalled, then stop cleanly.
+
+Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
+
+- serve: a ``DurableScheduler`` claims due rows and runs them on a pool of
+  ``--max-workers`` threads that this module owns, so that the drain can
+  reach the running tasks' cancel tokens.
+- drain, on the first SIGTERM or SIGINT: no new claims; claimed versions
+  that have not started go back to the store at once (pending again, for
+  any worker); running ones finish and their outcomes are stored, within
+  ``--grace`` seconds. A second signal sets the running tasks' cancel
+  tokens and cuts what is left of the grace to ``--cancel-grace``; a third
+  exits at once.
+- exit 0 once the scheduler is closed (nothing of ours left running or
+  leased); exit 3 when the grace runs out first: the tasks still running
+  are abandoned as in a crash, and their leases, renewed until the exit,
+  expire after ``--lease`` seconds (at once when a worker starts with the
+  same ``--owner``), so they run again: at-least-once, never lost, never
+  two runs of one version under live leases.
+
+Signals reach the main thread only, through a handler that puts the signal
+number on a ``queue.SimpleQueue`` (whose ``put`` is safe in a signal
+handler); the main thread waits on that queue for signals and for the end
+of the drain, so nothing else runs inside a handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..durable import REGISTRY, DurableScheduler, TaskRegistry, open_store
+from ..threadpool import ThreadPoolScheduler
+from ._common import (
+    ExitCode,
+    UsageError,
+    add_store_arguments,
+    fail,
+    first_line,
+    public_target,
+)
+
+log = logging.getLogger("pysched.worker")
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_DRAINED = "drained"  # put on the inbox by the closer thread once the scheduler is closed
+PROGRESS_EVERY = 10.0  # seconds between "still waiting" lines during a drain
+STORE_WAIT = 10.0  # seconds to store the last outcomes once no task runs
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: Any) -> None:
+    """Add the ``worker`` command to ``commands`` (argparse's subparsers)."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "worker", help="run due tasks until SIGTERM or SIGINT",
+        description="Claim and run the due tasks of a durable schedule. On SIGTERM or SIGINT:"
+                    " stop claiming, hand unstarted claims back, let running tasks finish"
+                    " within --grace seconds and exit 0. A second signal sets the running"
+                    " tasks' cancel tokens and shortens the wait to --cancel-grace.")
+    add_store_arguments(parser)
+    parser.add_argument("--import", dest="modules", action="append", required=True,
+                        metavar="MODULE", help="a module that registers tasks (repeatable);"
+                        " the current directory is on the import path")
+    parser.add_argument("--registry", metavar="MODULE:NAME",
+                        help="the TaskRegistry to run from (default: pysched.durable.REGISTRY,"
+                        " where @pysched.durable.task registers)")
+    parser.add_argument("--max-workers", type=_positive_int, default=4, metavar="N",
+                        help="tasks run at once (default: %(default)s)")
+    parser.add_argument("--grace", type=_seconds, default=25.0, metavar="SECONDS",
+                        help="how long running tasks may take to finish after the first"
+                        " signal (default: %(default)s)")
+    parser.add_argument("--cancel-grace", type=_seconds, default=5.0, metavar="SECONDS",
+                        help="the wait left after a second signal (default: %(default)s)")
+    parser.add_argument("--lease", type=_seconds, default=30.0, metavar="SECONDS",
+                        help="how long a claim outlives this process if it dies (default:"
+                        " %(default)s)")
+    parser.add_argument("--owner", metavar="NAME",
+                        help="this worker's name in leases; a restart under the same name"
+                        " releases what it held at once (default: host:pid:random)")
+    parser.add_argument("--log-level", default="INFO",
+                        choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until signalled; return the exit status (see ``ExitCode``)."""
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.lease <= 0:
+        raise UsageError("argument --lease: must be > 0")
+    inbox = _Inbox()
+    restore = inbox.install()
+    try:
+        return _run(args, inbox)
+    finally:
+        restore()
+
+
+def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
+    try:
+        registry = _load(args.modules, args.registry)
+    except _StartError as exc:
+        return fail("worker", str(exc))
+    where = public_target(args.store)
+    try:
+        store = open_store(args.store, table=args.table)
+    except (TypeError, ValueError) as exc:  # a malformed target or table name
+        raise UsageError(f"argument --store/--table: {first_line(exc)}") from exc
+    except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
+        return fail("worker", f"cannot open the store {where}: {first_line(exc)}")
+    pool = ThreadPoolScheduler(args.max_workers, thread_name_prefix="pysched-worker")
+    try:
+        sched = DurableScheduler(store, max_workers=args.max_workers, owner=args.owner,
+                                 lease=args.lease, registry=registry, executor=pool)
+    except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
+        pool.close()
+        store.close()
+        return fail("worker", f"cannot start on the store {where}: {first_line(exc)}")
+    log.info("worker %s serving %s (table %s): tasks of %s, %d at once; on SIGTERM or SIGINT"
+             " running tasks get %s s to finish", sched.owner, where, args.table,
+             ", ".join(args.modules), args.max_workers, _num(args.grace))
+    first = inbox.next(None)
+    status = _drain(sched, pool, inbox, first, args)
+    if status is ExitCode.ABANDONED:
+        # Running tasks are left as in a crash: no outcome is written for them,
+        # and their threads must not hold the interpreter's exit open.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    store.close()
+    return status
+
+
+def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, first: object,
+           args: argparse.Namespace) -> ExitCode:
+    """Stop claiming, hand back what has not started, wait for what runs; the exit status."""
+    log.info("received %s: claiming no more; unstarted claims go back to the store; waiting up"
+             " to %s s for %d running tasks (send SIGTERM or SIGINT again to cancel them)",
+             _signal_name(first), _num(args.grace), pool.stats()["running"])
+    sched.close(wait=False)
+    pool.close(wait=False)  # cancels unstarted runs: the scheduler hands their claims back
+    threading.Thread(target=_close_and_tell, args=(sched, inbox), daemon=True,
+                     name="pysched-worker-drain").start()
+    deadline = time.monotonic() + args.grace
+    signals, storing = 1, False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            if storing or pool.stats()["running"]:
+                break
+            # Every run has returned: the grace was theirs. Storing their
+            # outcomes and closing the store get a bound of their own.
+            storing, deadline = True, time.monotonic() + STORE_WAIT
+            log.info("no task running; waiting up to %s s for the last outcomes to be stored",
+                     _num(STORE_WAIT))
+            continue
+        event = inbox.next(min(left, PROGRESS_EVERY))
+        if event == _DRAINED:
+            pool.close(wait=True)  # every run has returned: its threads only exit
+            stats = sched.stats()
+            failed = stats["failed"] + stats["errors"]
+            log.info("stopped after running %d tasks (%d failed); %d unstarted claims handed"
+                     " back; no lease left", stats["completed"] + failed, failed,
+                     stats["handed_back"])
+            return ExitCode.OK
+        if event is None:
+            if (left := deadline - time.monotonic()) > 0 and not storing:
+                log.info("still waiting for %d running tasks (%s s left)",
+                         pool.stats()["running"], _num(left))
+            continue
+        signals += 1
+        if signals > 2:
+            log.warning("received %s a third time: exiting now", _signal_name(event))
+            break
+        deadline = min(deadline, time.monotonic() + args.cancel_grace)
+        log.warning("received %s again: cancel tokens set on %d running tasks; waiting %s s"
+                    " more", _signal_name(event), pool.stats()["running"],
+                    _num(max(0.0, deadline - time.monotonic())))
+        pool.close(wait=False, cancel_running=True)
+    running = pool.stats()["running"]
+    if running:
+        log.error("exiting with %d tasks still running: their runs are abandoned; their"
+                  " leases expire in %s s (at once when a worker starts with --owner %s) and"
+                  " they run again", running, _num(args.lease), sched.owner)
+    else:
+        log.error("exiting before the last outcomes were stored: those tasks run again once"
+                  " their leases expire (in %s s, or at once when a worker starts with --owner"
+                  " %s)", _num(args.lease), sched.owner)
+    return ExitCode.ABANDONED
+
+
+def _close_and_tell(sched: DurableScheduler, inbox: _Inbox) -> None:
+    sched.close(wait=True)  # returns once every outcome is stored and the threads are gone
+    inbox.put(_DRAINED)
+
+
+class _Inbox:
+    """Stop signals and the end of the drain, in arrival order, for the main thread."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+
+    def install(self) -> Callable[[], None]:
+        """Route SIGTERM and SIGINT here; return what puts the previous handlers back."""
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self._queue.put(signum)  # SimpleQueue.put is reentrant: safe in a signal handler
+
+    def put(self, event: object) -> None:
+        self._queue.put(event)
+
+    def next(self, timeout: float | None) -> object:
+        """The next event, or None after ``timeout`` seconds (None: wait for one)."""
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+
+class _StartError(Exception):
+    """What stops the worker from starting, as one line for the operator."""
+
+
+def _load(modules: Sequence[str], registry_ref: str | None) -> TaskRegistry:
+    """Import the task modules (from the current directory too); the registry to run from."""
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - the operator gets one line
+            raise _StartError(f"cannot import {name}: {type(exc).__name__}: {first_line(exc)}"
+                              ) from exc
+    if registry_ref is None:
+        return REGISTRY
+    module_name, _, attr = registry_ref.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except Exception as exc:  # noqa: BLE001 - the operator gets one line
+        raise _StartError(f"cannot find --registry {registry_ref}: {type(exc).__name__}:"
+                          f" {first_line(exc)}") from exc
+    if not isinstance(found, TaskRegistry):
+        raise _StartError(f"--registry {registry_ref} is a {type(found).__name__},"
+                          " not a pysched.durable.TaskRegistry")
+    return found
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _signal_name(event: object) -> str:
+    try:
+        return signal.Signals(event).name  # type: ignore[arg-type]
+    except ValueError:
+        return str(event)
+
+
+def _num(seconds: float) -> str:
+    return f"{seconds:g}" if seconds == int(seconds) else f"{seconds:.1f}"
