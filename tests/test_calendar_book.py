@@ -3,14 +3,16 @@ due ones only; replacement by id, pause, resume, cancel."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from datetime import datetime, timezone
 
 import pytest
 from calendar_driver import BookDriver, Driver, FakeClocks, ts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pysched.calendar import Cron, Every, Series
+from pysched.calendar import Cron, Every, Series, SeriesHandle
 from pysched.calendar import series as series_module
 
 SPECS = [
@@ -124,3 +126,42 @@ def test_replacing_pausing_resuming_cancelling() -> None:
     assert d.book.next_wake() is None
     with pytest.raises(KeyError):
         d.book.pause("a")
+
+
+def test_handles_act_on_their_own_series_only() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"), mono=0.0)
+    d = BookDriver(clocks)
+    notified: list[int] = []
+    lock = threading.Lock()
+
+    def handle_for(series: Series) -> SeriesHandle:
+        d.book.add(series, clocks.read())
+        return SeriesHandle(d.book, series, read=clocks.read, lock=lock,
+                            notify=lambda: notified.append(1))
+
+    berlin = handle_for(Series("c", Cron("0 9 * * *", tz="Europe/Berlin"), clocks.read()))
+    fires = berlin.next_fire_times(2)
+    assert [str(f) for f in fires] == ["2025-01-01 09:00:00+01:00", "2025-01-02 09:00:00+01:00"]
+    interval = handle_for(Series("e", Every(90), clocks.read()))
+    assert interval.next_fire_times(2) == [datetime(2025, 1, 1, 0, 2, tzinfo=timezone.utc),
+                                           datetime(2025, 1, 1, 0, 3, 30, tzinfo=timezone.utc)]
+    interval.pause()
+    assert interval.paused and repr(interval) == "<SeriesHandle 'e' paused>"
+    d.run_until_wall(ts("2025-01-01T00:05"))
+    assert not any(sid == "e" for sid, _, _ in d.runs)
+    interval.resume()
+    assert not interval.paused and notified == [1]
+    assert (d.events[-1].kind, d.events[-1].reason, d.events[-1].count) == ("skipped", "paused", 3)
+    d.run_until_wall(ts("2025-01-01T00:06:30"))  # monotonic 360
+    assert [f for sid, f, _ in d.runs if sid == "e"] == [360.0]
+    # replaced by id: the old handle no longer reaches the new series
+    replacement = handle_for(Series("e", Every(10), clocks.read()))
+    assert interval.cancelled and interval.next_fire_times(3) == []
+    assert not interval.cancel()
+    interval.pause()
+    assert not replacement.paused and not replacement.cancelled
+    assert replacement.cancel() and replacement.cancelled and not replacement.cancel()
+    with pytest.raises(ValueError, match="n"):
+        berlin.next_fire_times(-1)
+    with pytest.raises(TypeError, match="n"):
+        berlin.next_fire_times(None)  # type: ignore[arg-type]
