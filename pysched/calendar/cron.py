@@ -113,7 +113,7 @@ class Cron:
         or the end of the calendar). Naive ``dt``: ValueError.
         """
         check_aware(dt, "dt")
-        found = self._next_utc(dt.astimezone(_UTC).replace(tzinfo=None))
+        found = self._search(dt.astimezone(_UTC).replace(tzinfo=None), "dt")
         return None if found is None else found.replace(tzinfo=_UTC).astimezone(self._zone)
 
     def next_fire(self, after: float) -> float | None:
@@ -122,7 +122,7 @@ class Cron:
         # seconds, and rounding a time just before one up onto it would pass it.
         whole = math.floor(after)
         micros = math.floor((after - whole) * 1_000_000)
-        found = self._next_utc(_EPOCH + timedelta(seconds=whole, microseconds=micros))
+        found = self._search(_EPOCH + timedelta(seconds=whole, microseconds=micros), "after")
         return None if found is None else (found - _EPOCH).total_seconds()
 
     def fires(self, now: Reading, timeline: str = "wall") -> CronFires:
@@ -154,6 +154,17 @@ class Cron:
         from ._describe import describe  # the wording is only needed on request
 
         return describe(self)
+
+    def _search(self, t: datetime, name: str) -> datetime | None:
+        """``_next_utc``, with the ends of the calendar: None past the end, an error at
+        the start (local times before year 1 cannot be represented)."""
+        try:
+            return self._next_utc(t)
+        except OverflowError:
+            if t.year > 9000:
+                return None
+            raise ValueError(f"{name} is too close to the start of the calendar for "
+                             f"{self._zone}: {t} UTC") from None
 
     def _next_utc(self, t: datetime) -> datetime | None:
         """The first fire instant strictly after instant ``t`` (both naive UTC)."""
