@@ -113,12 +113,14 @@ class BookDriver:
         while True:
             now = self.clocks.read()
             starts = self.book.wake(now)
+            self.book.flush()
             for series, fire in starts:
                 clock = now.wall if series.timeline == "wall" else now.mono
                 assert fire.fire_time <= clock
                 self.runs.append((series.series_id, fire.fire_time, now.wall))
                 self.clocks.advance(self.run_time)
                 self.book.finished(series, self.clocks.read())
+                self.book.flush()
             if starts:
                 continue
             wake = self.book.next_wake()

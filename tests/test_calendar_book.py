@@ -111,6 +111,7 @@ def test_replacing_pausing_resuming_cancelling() -> None:
     d.book.add(Series("a", Cron("* * * * *"), clocks.read()), clocks.read())
     d.run_until_wall(ts("2025-01-01T00:01:30"))
     d.book.add(Series("a", Cron("*/2 * * * *"), clocks.read()), clocks.read())  # replaces
+    d.book.flush()
     assert [(e.series, e.kind, e.reason) for e in d.events] == [("a", "stopped", "cancelled")]
     d.run_until_wall(ts("2025-01-01T00:04:30"))
     assert [f for sid, f, _ in d.runs] == [ts("2025-01-01T00:01"), ts("2025-01-01T00:02"),
@@ -119,6 +120,7 @@ def test_replacing_pausing_resuming_cancelling() -> None:
     assert d.book.next_wake() is None
     d.run_until_wall(ts("2025-01-01T00:08:30"))
     d.book.resume("a", clocks.read())
+    d.book.flush()
     assert (d.events[-1].kind, d.events[-1].reason, d.events[-1].count) == ("skipped", "paused", 2)
     d.run_until_wall(ts("2025-01-01T00:10:30"))
     assert d.runs[-1][1] == ts("2025-01-01T00:10")
@@ -165,3 +167,36 @@ def test_handles_act_on_their_own_series_only() -> None:
         berlin.next_fire_times(-1)
     with pytest.raises(TypeError, match="n"):
         berlin.next_fire_times(None)  # type: ignore[arg-type]
+
+
+class CheckedLock:
+    """A lock that fails, rather than deadlocks, when its holder takes it again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def __enter__(self) -> None:
+        assert self._owner != threading.get_ident(), "the scheduler lock was taken twice"
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+
+    def __exit__(self, *exc: object) -> None:
+        self._owner = None
+        self._lock.release()
+
+
+def test_a_listener_may_call_back_into_the_scheduler() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"), mono=0.0)
+    lock = CheckedLock()
+    d = BookDriver(clocks)
+    series = Series("p", Cron("* * * * *"), clocks.read())
+    d.book.add(series, clocks.read())
+    handle = SeriesHandle(d.book, series, read=clocks.read, lock=lock)  # type: ignore[arg-type]
+    d.book.hub.add_listener(lambda event: handle.cancel() if event.reason == "paused" else None)
+    handle.pause()
+    clocks.advance(180)
+    handle.resume()  # its "paused" event reaches the listener after the lock is released
+    assert handle.cancelled
+    assert [(e.kind, e.reason) for e in d.events] == [("skipped", "paused"),
+                                                      ("stopped", "cancelled")]

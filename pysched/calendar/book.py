@@ -7,12 +7,17 @@ a series. Only the series whose wake time has come are polled, so a wake-up
 costs O(k log n) for k due series out of n, not O(n). The book is not
 thread-safe: the caller holds its own lock (the pool) or runs on one thread
 (asyncio).
+
+Events wait in the book until ``flush()``, which the caller calls after
+releasing its lock: a listener may then call back into the scheduler (cancel
+a series, say) without deadlocking on it.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 from collections.abc import Hashable
 
 from ._readings import ClockWatch, Reading
@@ -25,7 +30,7 @@ __all__ = ["SeriesBook"]
 class SeriesBook:
     """The series of one scheduler, keyed by id, with a heap of their wake times."""
 
-    __slots__ = ("hub", "_watch", "_series", "_heap", "_generation", "_tick")
+    __slots__ = ("hub", "_watch", "_series", "_heap", "_generation", "_tick", "_outbox")
 
     def __init__(self, now: Reading, hub: EventHub | None = None) -> None:
         self.hub = EventHub() if hub is None else hub
@@ -36,6 +41,8 @@ class SeriesBook:
         self._heap: list[tuple[float, int, Hashable, int]] = []
         self._generation: dict[Hashable, int] = {}
         self._tick = itertools.count()
+        # a deque: flush() pops from it unlocked while a locked caller appends
+        self._outbox: deque[Event] = deque()
 
     def __len__(self) -> int:
         return len(self._series)
@@ -51,7 +58,7 @@ class SeriesBook:
         """Add ``series``; one with the same id is cancelled and replaced, whole."""
         old = self._series.get(series.series_id)
         if old is not None:
-            self.hub.emit(old.cancel())
+            self._outbox.extend(old.cancel())
         self._series[series.series_id] = series
         self._reschedule(series, now)
 
@@ -61,7 +68,7 @@ class SeriesBook:
         if series is None:
             return False
         self._generation.pop(series_id, None)
-        self.hub.emit(series.cancel())
+        self._outbox.extend(series.cancel())
         return True
 
     def pause(self, series_id: Hashable) -> None:
@@ -72,14 +79,14 @@ class SeriesBook:
     def resume(self, series_id: Hashable, now: Reading) -> None:
         """Resume the series; what came due meanwhile is skipped with events."""
         series = self._series[series_id]
-        self.hub.emit(series.resume(now))
+        self._outbox.extend(series.resume(now))
         self._reschedule(series, now)
 
     def wake(self, now: Reading) -> list[tuple[Series, Fire]]:
         """At a wake-up: the runs to start now, each with its series."""
         jump = self._watch.observe(now)
         if jump is not None:
-            self.hub.emit([clock_jump_event(jump)])
+            self._outbox.extend([clock_jump_event(jump)])
             # Every calendar series' sleep was measured on the old wall time.
             for series in self._series.values():
                 if series.timeline == "wall":
@@ -93,7 +100,7 @@ class SeriesBook:
                 continue
             series = self._series[series_id]
             decision = series.poll(now)
-            self.hub.emit(decision.events)
+            self._outbox.extend(decision.events)
             if decision.start is not None:
                 starts.append((series, decision.start))
             self._reschedule(series, now)
@@ -101,14 +108,21 @@ class SeriesBook:
 
     def finished(self, series: Series, now: Reading, failed: bool = False) -> None:
         """The run of ``series`` that ``wake`` returned has ended."""
-        events: list[Event] = series.finished(now, failed)
-        self.hub.emit(events)
+        self._outbox.extend(series.finished(now, failed))
         if series.stopped:
             if self._series.get(series.series_id) is series:
                 del self._series[series.series_id]
                 self._generation.pop(series.series_id, None)
             return
         self._reschedule(series, now)
+
+    def flush(self) -> None:
+        """Deliver the events decided so far to the hub's listeners; call it unlocked."""
+        outbox = self._outbox
+        events: list[Event] = []
+        while outbox:
+            events.append(outbox.popleft())
+        self.hub.emit(events)
 
     def next_wake(self) -> float | None:
         """The earliest wake time on the monotonic clock, or None when nothing waits."""

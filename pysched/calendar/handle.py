@@ -83,12 +83,14 @@ class SeriesHandle:
         with self._lock:
             if self._current() and not self._series.paused:
                 self._book.pause(self.series_id)
+        self._book.flush()
 
     def resume(self) -> None:
         """Resume; the fire times that came due while paused are skipped, with events."""
         with self._lock:
             if self._current() and self._series.paused:
                 self._book.resume(self.series_id, self._read())
+        self._book.flush()
         self._notify()
 
     def cancel(self) -> bool:
@@ -97,5 +99,6 @@ class SeriesHandle:
             if not self._current():
                 return False
             self._book.cancel(self.series_id)
+        self._book.flush()
         self._notify()
         return True
