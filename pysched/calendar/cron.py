@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 from .._recurring import check_choice
 from ._cron_fields import CronFields
+from ._describe import describe
 from ._readings import Reading
 from ._zones import AMBIGUOUS, NONEXISTENT, Placement, place, resolve_tz, transition_instant
 
@@ -151,9 +152,7 @@ class Cron:
 
     def describe(self) -> str:
         """What the schedule means, in words."""
-        from ._describe import describe  # the wording is only needed on request
-
-        return describe(self)
+        return describe(self._fields, self._zone, self.nonexistent, self.ambiguous)
 
     def _search(self, t: datetime, name: str) -> datetime | None:
         """``_next_utc``, with the ends of the calendar: None past the end, an error at
