@@ -213,7 +213,7 @@ def test_on_error_stop_ends_the_series_and_continue_goes_on() -> None:
 def test_a_month_offline_costs_bounded_work() -> None:
     # a durable series restarts from its last fire time after 30 days down:
     # 2.6 million fire times of an every-second cron were missed
-    clocks = FakeClocks(ts("2025-01-31T00:00:00.5"))
+    clocks = FakeClocks(ts("2025-01-31T00:00:00.500000"))
     last = ts("2025-01-01T00:00")
     newest = ts("2025-01-31T00:00")  # within the grace: on time
     expected = {"none": [newest], "latest": [newest],
