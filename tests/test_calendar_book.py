@@ -85,10 +85,13 @@ def test_a_wake_up_polls_only_the_due_series(monkeypatch: pytest.MonkeyPatch) ->
     clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
     d = BookDriver(clocks)
     for i in range(600):
-        d.book.add(Series(i, Every(1 + i % 60), clocks.read()), clocks.read())
-    d.run_until_wall(ts("2025-01-01T00:02"))
+        d.book.add(Series(i, Every(60 * (1 + i % 60)), clocks.read()), clocks.read())
+    for i in range(600, 900):  # calendar series: the book, not each of them, rechecks the clocks
+        d.book.add(Series(i, Cron(f"{i % 60} * * * *"), clocks.read()), clocks.read())
+    d.run_until_wall(ts("2025-01-01T02:00"))
     runs = Counter(sid for sid, _, _ in d.runs)
     assert all(runs[i] == 120 // (1 + i % 60) for i in range(600))
+    assert all(runs[i] == 2 for i in range(600, 900))
     assert polls == runs  # one poll per run: nothing polled for nothing
 
 
@@ -117,8 +120,8 @@ def test_replacing_pausing_resuming_cancelling() -> None:
     assert [f for sid, f, _ in d.runs] == [ts("2025-01-01T00:01"), ts("2025-01-01T00:02"),
                                            ts("2025-01-01T00:04")]
     d.book.pause("a")
-    assert d.book.next_wake() is None
     d.run_until_wall(ts("2025-01-01T00:08:30"))
+    assert d.runs[-1][1] == ts("2025-01-01T00:04")  # nothing while paused
     d.book.resume("a", clocks.read())
     d.book.flush()
     assert (d.events[-1].kind, d.events[-1].reason, d.events[-1].count) == ("skipped", "paused", 2)

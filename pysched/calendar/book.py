@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import deque
 from collections.abc import Hashable
 
+from .._validate import check_time
 from ._readings import ClockWatch, Reading
 from .events import Event, EventHub, clock_jump_event
 from .series import Fire, Series
@@ -30,11 +32,20 @@ __all__ = ["SeriesBook"]
 class SeriesBook:
     """The series of one scheduler, keyed by id, with a heap of their wake times."""
 
-    __slots__ = ("hub", "_watch", "_series", "_heap", "_generation", "_tick", "_outbox")
+    __slots__ = ("hub", "recheck", "_watch", "_last_look", "_series", "_heap", "_generation",
+                 "_tick", "_outbox")
 
-    def __init__(self, now: Reading, hub: EventHub | None = None) -> None:
+    def __init__(self, now: Reading, hub: EventHub | None = None, *,
+                 recheck: float = 60.0) -> None:
+        recheck = check_time(recheck, "recheck")
+        if recheck <= 0:
+            raise ValueError(f"recheck must be > 0, got {recheck!r}")
         self.hub = EventHub() if hub is None else hub
+        # The book looks at the clocks at least this often (monotonic seconds),
+        # for all its series at once, to notice wall-clock jumps.
+        self.recheck = recheck
         self._watch = ClockWatch(now)
+        self._last_look = now.mono
         self._series: dict[Hashable, Series] = {}
         # (wake on the monotonic clock, tie-breaker, id, generation); an entry
         # whose generation is not the series' current one is stale and skipped.
@@ -55,7 +66,12 @@ class SeriesBook:
         return self._series.get(series_id)
 
     def add(self, series: Series, now: Reading) -> None:
-        """Add ``series``; one with the same id is cancelled and replaced, whole."""
+        """Add ``series``; one with the same id is cancelled and replaced, whole.
+
+        The book watches the clocks for it: the series sleeps until its next
+        fire time (its own ``recheck`` no longer applies).
+        """
+        series.recheck = math.inf
         old = self._series.get(series.series_id)
         if old is not None:
             self._outbox.extend(old.cancel())
@@ -85,6 +101,7 @@ class SeriesBook:
     def wake(self, now: Reading) -> list[tuple[Series, Fire]]:
         """At a wake-up: the runs to start now, each with its series."""
         jump = self._watch.observe(now)
+        self._last_look = now.mono
         if jump is not None:
             self._outbox.extend([clock_jump_event(jump)])
             # Every calendar series' sleep was measured on the old wall time.
@@ -125,11 +142,18 @@ class SeriesBook:
         self.hub.emit(events)
 
     def next_wake(self) -> float | None:
-        """The earliest wake time on the monotonic clock, or None when nothing waits."""
+        """When to call ``wake`` next, on the monotonic clock; None for an empty book.
+
+        The earliest wake time of a series, and at least every ``recheck``
+        seconds while the book holds any series.
+        """
         heap = self._heap
         while heap and self._generation.get(heap[0][2]) != heap[0][3]:
             heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        if not self._series:
+            return None
+        look = self._last_look + self.recheck
+        return min(heap[0][0], look) if heap else look
 
     def _reschedule(self, series: Series, now: Reading) -> None:
         generation = self._generation.get(series.series_id, 0) + 1
