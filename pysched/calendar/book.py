@@ -123,6 +123,15 @@ class SeriesBook:
             self._reschedule(series, now)
         return starts
 
+    def begin(self, series: Series, now: Reading) -> bool:
+        """A worker is about to start the run of ``series`` that ``wake`` returned:
+        whether to start it (see ``Series.begin``)."""
+        start, events = series.begin(now)
+        self._outbox.extend(events)
+        if not start:
+            self._reschedule(series, now)
+        return start
+
     def finished(self, series: Series, now: Reading, failed: bool = False) -> None:
         """The run of ``series`` that ``wake`` returned has ended."""
         self._outbox.extend(series.finished(now, failed))

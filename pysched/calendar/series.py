@@ -2,8 +2,9 @@
 
 A scheduler (the thread pool, the asyncio scheduler, the durable runner)
 reads both clocks at each wake-up, asks a shared ``ClockWatch`` whether the
-wall clock jumped, and calls ``poll``; it starts the run ``poll`` returns,
-calls ``finished`` when the run ends, sleeps until ``next_wake`` on its
+wall clock jumped, and calls ``poll``; when a worker takes the run ``poll``
+returned it calls ``begin`` (which may skip a run grown too late), and
+``finished`` when the run ends; sleeps until ``next_wake`` on its
 monotonic clock, and hands every event to an ``EventHub``.
 
 Invariants, each by construction:
@@ -178,6 +179,25 @@ class Series:
     def note_jump(self, jump: Jump) -> None:
         """A wall-clock jump was seen: the next decision names its fire times' reasons by it."""
         self._jump = jump
+
+    def begin(self, now: Reading) -> tuple[bool, list[Event]]:
+        """The run ``poll`` returned is about to start at ``now``: whether to start it.
+
+        A run can wait after ``poll`` (every worker busy). If it would now
+        start more than ``misfire_grace`` late, ``catch_up="none"`` skips it
+        (``False``; the series is free again) and the other policies run it
+        late; either way with an event, reason ``misfire``.
+        """
+        fire = self.running
+        if fire is None:
+            raise RuntimeError("begin() without a run decided")
+        lateness = self._clock(now) - fire.fire_time
+        if lateness <= self.misfire_grace or fire.lateness > self.misfire_grace:
+            return True, []  # on time, or already reported late when decided
+        if self.catch_up == "none":
+            self.running = None
+            return False, [self._event(SKIPPED, MISFIRE, fire.fire_time, lateness, fire.count)]
+        return True, [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
 
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
         """The run ``poll`` returned has ended at ``now``; ``failed``: it raised."""
