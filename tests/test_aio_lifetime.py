@@ -25,6 +25,8 @@ def run_as_asyncio_run(main, loop_factory):
 
     class Policy(asyncio.DefaultEventLoopPolicy):  # 3.10: asyncio.run takes no loop factory
         def new_event_loop(self):
+            if loop_factory is asyncio.new_event_loop:  # which asks this policy
+                return super().new_event_loop()
             return loop_factory()
 
     old = asyncio.get_event_loop_policy()

@@ -16,31 +16,15 @@ import pytest
 from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched import SchedulerClosed
-from pysched.durable import DurableScheduler, NewTask, NotDurable, TaskRegistry
+from pysched.durable import NewTask, NotDurable, TaskRegistry
 
 ARGS = '{"args":[],"kwargs":{}}'
 
 
+
 @pytest.fixture
 def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
-    """``make(**options)``: a scheduler on a new store object over the test's data."""
-    h.reset()
-    made: list[DurableScheduler] = []
-
-    def factory(**options: Any) -> DurableScheduler:
-        options.setdefault("poll_interval", 0.05)
-        store = open_spec(store_spec)
-        sched = DurableScheduler(store, **options)
-        made.append(sched)
-        return sched
-
-    yield factory
-    for sched in made:
-        sched.close(timeout=30)
-        assert sched.closed
-        if store_spec["kind"] != "memory":
-            sched.store.close()
-
+    yield from h.schedulers(store_spec)
 
 def test_runs_with_args_and_reports_results_and_errors(make: Any) -> None:
     s = make(max_workers=2)
@@ -201,23 +185,28 @@ def test_another_owner_takes_over_an_expired_lease(make: Any) -> None:
 
 
 def test_hostile_rows_get_an_error_and_the_rest_run(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
-    s = make()
-    rows = {"unknown": ("no-such-task", ARGS, 1), "badjson": ("note", "{not json", 1),
-            "badshape": ("note", '[1, 2]', 1), "future": ("note", ARGS, 2),
-            "imports": ("os:system", json.dumps({"args": ["true"], "kwargs": {}}), 1)}
-    for task_id, (ref, args, fmt) in rows.items():
+    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    registry.register(h.note, "note")
+    s = make(registry=registry, resync_interval=0.05, stale_after=0.01)
+    rows = {"badjson": ("note", "{not json", 1), "badshape": ("note", '[1, 2]', 1),
+            "future": ("note", ARGS, 2), "missing": ("durable_helpers:missing", ARGS, 1)}
+    # Names this worker does not serve are left for one that does, never run or marked.
+    unserved = {"unknown": ("no-such-task", ARGS, 1),
+                "imports": ("os:system", json.dumps({"args": ["true"], "kwargs": {}}), 1)}
+    for task_id, (ref, args, fmt) in {**rows, **unserved}.items():
         h.put_raw(s.store, store_spec, task_id=task_id, ref=ref, args=args, fmt=fmt)
     good = s.schedule_many([(f"ok{i}", s.clock(), 0, h.note, [i]) for i in range(10)])
     for f in good:
         f.result(30)
     h.wait_for(lambda: all(s.row(i)["state"] == "error" for i in rows), what="errors stored")
     errors = {i: s.row(i)["error"] for i in rows}
-    assert "unknown task 'no-such-task'" in errors["unknown"]
     assert "not valid JSON" in errors["badjson"]
     assert "JSON object" in errors["badshape"]
     assert "row format 2 is newer" in errors["future"]
-    assert "not in allowed_modules" in errors["imports"]
+    assert "has no attribute 'missing'" in errors["missing"]
     assert s.stats()["errors"] == len(rows)
+    h.wait_for(lambda: s.stats()["unclaimed"] == len(unserved), what="unclaimed rows in stats")
+    assert all(s.row(i)["state"] == "pending" and s.row(i)["attempts"] == 0 for i in unserved)
 
 
 def test_rows_with_impossible_fields_are_marked_at_sync(

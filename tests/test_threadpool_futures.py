@@ -1,7 +1,7 @@
 """TaskFuture behaves as a concurrent.futures.Future wherever Futures are used.
 
 TaskFuture skips ``Future.__init__`` and makes the Condition and lists of a
-Future only when needed (see pysched._task_future), so these tests go through
+Future only when needed (see pysched.pool.future), so these tests go through
 the standard library's own consumers: result() and exception() with timeouts,
 done callbacks, ``concurrent.futures.wait`` and ``as_completed``, asyncio's
 ``wrap_future``, and ``repr``. The first test pins the private names it relies on.

@@ -46,7 +46,8 @@ class Outcomes:
         lost = []
         with s.lock:
             for (outcome, _, _), ok in zip(batch, recorded, strict=True):
-                s.counts[_COUNTER[outcome.state] if ok else "not_recorded"] += 1
+                key = "retried" if outcome.retry_at is not None else _COUNTER[outcome.state]
+                s.counts[key if ok else "not_recorded"] += 1
                 if not ok:
                     lost.append(outcome.task_id)
         for outcome, future, value in batch:

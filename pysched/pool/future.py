@@ -43,12 +43,10 @@ from concurrent.futures._base import (
     PENDING,
     RUNNING,
 )
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ._cancel_token import CancelToken
-    from ._recurring import Recurrence
-    from .threadpool import ThreadPoolScheduler
+from .recurring import Recurrence
+from .token import CancelToken
 
 # A submitted task's id is its own Future; storing the Future in its own
 # attribute would make a reference cycle and leave every finished Future to
@@ -59,7 +57,17 @@ _DONE = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED})
 _CANCELLED = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED})
 _RLock = threading.RLock
 
-__all__ = ["TaskFuture"]
+__all__ = ["FutureOwner", "TaskFuture"]
+
+
+class FutureOwner(Protocol):
+    """What a TaskFuture needs of the pool that made it."""
+
+    def cancel_future(self, fut: TaskFuture) -> bool:
+        """Future.cancel(): cancel ``fut``'s version unless it started; True if cancelled."""
+
+    def token_for(self, fut: TaskFuture) -> CancelToken:
+        """The cancel token of ``fut``'s running version, made on first use."""
 
 
 class TaskFuture(Future):  # type: ignore[type-arg]
@@ -97,9 +105,8 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     _timed_out = False  # the running version passed its timeout
     _run_no = 0  # counts the runs of a series, so a stale timeout entry is recognised
     _in_run = False  # a series: a run is claimed or running (fn must stay in place)
-    _special = False  # a series or a timeout: claims and finishes take the longer path
 
-    def __init__(self, owner: ThreadPoolScheduler, fn: Callable[..., Any]) -> None:
+    def __init__(self, owner: FutureOwner, fn: Callable[..., Any]) -> None:
         # Future.__init__ is not called: see the module docstring.
         self._lock = _RLock()
         self._owner = owner
@@ -111,6 +118,11 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         cond = self._cond
         if cond is None:
+            if self._state in _DONE:
+                # Nobody waits on or notifies a Future that was done before anyone
+                # looked (its state never changes again): wait() and as_completed()
+                # only lock it, and the lock the Condition would be built on does that.
+                return self._lock  # type: ignore[return-value]
             with self._lock:
                 cond = self._cond
                 if cond is None:
@@ -159,18 +171,6 @@ class TaskFuture(Future):  # type: ignore[type-arg]
 
     # -- transitions the scheduler makes ---------------------------------------------
 
-    def _try_start(self) -> bool:
-        """``set_running_or_notify_cancel()``: False if it was cancelled meanwhile."""
-        with self._lock:
-            if self._state == PENDING:
-                self._state = RUNNING
-                return True
-            if self._state == CANCELLED:  # by Future.cancel(): tell wait() and as_completed()
-                self._state = CANCELLED_AND_NOTIFIED
-                for waiter in self._waiter_list or ():
-                    waiter.add_cancelled(self)
-            return False
-
     def _set_outcome(self, result: Any, exception: BaseException | None) -> None:
         """``set_result()``/``set_exception()`` from RUNNING (or PENDING for a series)."""
         with self._lock:
@@ -215,7 +215,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
 
     @property
     def cancel_reason(self) -> str | None:
-        """Why it was cancelled: "cancelled", "replaced", "evicted" or "closed"; else None."""
+        """Why it was cancelled: "cancelled", "replaced", "evicted", "closed"; else None."""
         return self._cancel_reason
 
     def cancel(self) -> bool:
@@ -225,7 +225,10 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         version claimed by a worker but not started yet is cancelled too: the
         worker sees it and does not run it. O(1).
         """
-        return self._owner._cancel_future(self)
+        return self._owner.cancel_future(self)
+
+    def _current_token(self) -> CancelToken:
+        return self._owner.token_for(self)
 
     def _release_call(self) -> None:
         """Drop fn and its arguments once the version can no longer run."""
