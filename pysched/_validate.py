@@ -61,6 +61,15 @@ def check_hashable(value: Any, name: str) -> int:
         raise TypeError(f"{name} must be hashable: {exc}") from exc
 
 
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
 def check_callable(value: Any, name: str = "fn") -> None:
     """Raise TypeError naming ``name`` unless ``value`` is callable."""
     if not callable(value):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from .._recurring import check_choice
+from .._validate import check_choice
 from ._cron_fields import CronFields
 from ._describe import describe
 from ._readings import Reading

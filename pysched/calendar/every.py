@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from .._recurring import check_choice
-from .._validate import check_time
+from .._validate import check_choice, check_time
 from ._readings import Reading
 from .cron import check_aware
 

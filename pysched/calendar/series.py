@@ -30,8 +30,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .._recurring import check_choice
-from .._validate import check_time
+from .._validate import check_choice, check_time
 from ._readings import Jump, Reading
 from .events import (
     CANCELLED,

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 
+from .._validate import check_choice
+
 FIXED_RATE = "fixed_rate"
 FIXED_DELAY = "fixed_delay"
 MODES = (FIXED_RATE, FIXED_DELAY)
@@ -37,15 +39,6 @@ CONTINUE = "continue"
 ON_ERRORS = (STOP, CONTINUE)
 
 __all__ = ["MODES", "ON_ERRORS", "OVERLAPS", "Recurrence", "check_choice"]
-
-
-def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
-    """Return ``value`` if it is one of ``choices``, else raise naming ``name``."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-    return value
 
 
 class Recurrence:
