@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from .._validate import check_choice
+from .._validate import check_capacity, check_choice
 from ._cron_fields import CronFields
 from ._describe import describe
 from ._readings import Reading
@@ -136,10 +136,7 @@ class Cron:
 
     def preview(self, n: int, after: datetime | None = None) -> list[datetime]:
         """The next ``n`` fire times after ``after`` (default: now); fewer if they run out."""
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int, not {type(n).__name__}")
-        if n < 0:
-            raise ValueError(f"n must be >= 0, got {n}")
+        n = check_capacity(n, "n")
         current = datetime.now(_UTC) if after is None else check_aware(after, "after")
         out: list[datetime] = []
         while len(out) < n:

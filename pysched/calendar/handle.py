@@ -6,15 +6,25 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone, tzinfo
 
+from .._validate import check_capacity
 from ._readings import Reading
 from .book import SeriesBook
 from .series import Series
 
-__all__ = ["SeriesHandle"]
+__all__ = ["SeriesHandle", "fire_datetimes"]
 
 
 def _nothing() -> None:
     return None
+
+
+def fire_datetimes(series: Series, fires: list[float], now: Reading) -> list[datetime]:
+    """``series``' fire times as aware datetimes: a calendar series' in its trigger's
+    zone, an interval series' in UTC, estimated from ``now`` on the monotonic clock."""
+    if series.timeline == "wall":
+        zone: tzinfo = getattr(series.trigger, "tz", timezone.utc)
+        return [datetime.fromtimestamp(f, zone) for f in fires]
+    return [datetime.fromtimestamp(f - now.mono + now.wall, timezone.utc) for f in fires]
 
 
 class SeriesHandle:
@@ -64,19 +74,13 @@ class SeriesHandle:
         A calendar series' in its trigger's zone; an interval series' in UTC,
         estimated from the monotonic clock's reading now.
         """
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int, not {type(n).__name__}")
-        if n < 0:
-            raise ValueError(f"n must be >= 0, got {n}")
+        n = check_capacity(n, "n")
         with self._lock:
             if not self._current():
                 return []
             fires = self._series.next_fire_times(n)
             now = self._read()
-        if self._series.timeline == "wall":
-            zone: tzinfo = getattr(self._series.trigger, "tz", timezone.utc)
-            return [datetime.fromtimestamp(f, zone) for f in fires]
-        return [datetime.fromtimestamp(f - now.mono + now.wall, timezone.utc) for f in fires]
+        return fire_datetimes(self._series, fires, now)
 
     def pause(self) -> None:
         """Start no more runs until ``resume``; a run in progress goes on."""

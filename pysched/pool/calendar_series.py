@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Mapping
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime
 from typing import Any
 
+from .._validate import check_capacity
 from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
+from ..calendar.handle import fire_datetimes
 from .future import TaskFuture
 from .recurring import CONTINUE, FIXED_DELAY, SKIP, STOP, Recurrence
 
@@ -146,21 +148,14 @@ class RecurringHandle:
 
     def next_fire_times(self, n: int) -> list[datetime]:
         """The next ``n`` fire times not yet handled, as aware datetimes (see SeriesHandle)."""
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int, not {type(n).__name__}")
-        if n < 0:
-            raise ValueError(f"n must be >= 0, got {n}")
+        n = check_capacity(n, "n")
         if self.cancelled:
             return []
         record = self._record
         with record.calendar.lock:
             fires = record.series.next_fire_times(n)
             now = record.calendar.read()
-        series = record.series
-        if series.timeline == "wall":
-            zone: tzinfo = getattr(series.trigger, "tz", timezone.utc)
-            return [datetime.fromtimestamp(f, zone) for f in fires]
-        return [datetime.fromtimestamp(f - now.mono + now.wall, timezone.utc) for f in fires]
+        return fire_datetimes(record.series, fires, now)
 
     def pause(self) -> None:
         """Start no more runs until ``resume``; a run in progress goes on."""
