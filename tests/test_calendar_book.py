@@ -115,7 +115,7 @@ def test_replacing_pausing_resuming_cancelling() -> None:
     d.run_until_wall(ts("2025-01-01T00:01:30"))
     d.book.add(Series("a", Cron("*/2 * * * *"), clocks.read()), clocks.read())  # replaces
     d.book.flush()
-    assert [(e.series, e.kind, e.reason) for e in d.events] == [("a", "stopped", "cancelled")]
+    assert [(e.series, e.kind, e.reason) for e in d.events] == [("a", "stopped", "replaced")]
     d.run_until_wall(ts("2025-01-01T00:04:30"))
     assert [f for sid, f, _ in d.runs] == [ts("2025-01-01T00:01"), ts("2025-01-01T00:02"),
                                            ts("2025-01-01T00:04")]

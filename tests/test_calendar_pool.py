@@ -68,6 +68,11 @@ def test_a_cron_series_fires_on_the_wall_clock(setup, clock):
     assert runs.at == [W0 + 30, W0 + 90, W0 + 150]
     assert events == [] and pool.stats()["series_events"] == {}
     assert handle.cancel() and handle.cancelled and not handle.cancel()
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "cancelled")]
+    other = pool.schedule_recurring("other", Every(5), 0, runs)
+    pool.close()
+    assert other.cancelled
+    assert [(e.series, e.kind, e.reason) for e in events][-1] == ("other", "stopped", "closed")
 
 
 def test_wall_clock_set_back_never_fires_a_fire_time_twice(setup, clock):
@@ -139,6 +144,7 @@ def test_replacing_by_id_replaces_the_whole_series(setup, clock):
     second = pool.schedule_recurring("job", Every(5), 0, runs, ("arg",))
     assert first.cancelled and first.future.cancelled() and not second.cancelled
     assert not first.cancel()
+    assert [(e.series, e.kind, e.reason) for e in events] == [("job", "stopped", "replaced")]
     clock.wait_for_sleeper(5.0)
     clock.advance(5.0)
     runs.wait_for(1)

@@ -23,7 +23,7 @@ from collections.abc import Hashable
 
 from .._validate import check_time
 from ._readings import ClockWatch, Reading
-from .events import Event, EventHub, clock_jump_event
+from .events import REPLACED, Event, EventHub, clock_jump_event
 from .series import Fire, Series
 
 __all__ = ["SeriesBook"]
@@ -74,7 +74,7 @@ class SeriesBook:
         series.recheck = math.inf
         old = self._series.get(series.series_id)
         if old is not None:
-            self._outbox.extend(old.cancel())
+            self._outbox.extend(old.cancel(REPLACED))
         self._series[series.series_id] = series
         self._reschedule(series, now)
 

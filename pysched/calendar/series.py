@@ -265,11 +265,12 @@ class Series:
         self._advance_to(t)
         return events
 
-    def cancel(self) -> list[Event]:
-        """End the series; nothing more starts."""
+    def cancel(self, reason: str = CANCELLED) -> list[Event]:
+        """End the series; nothing more starts. ``reason``: "cancelled", "replaced" or
+        "closed" (the scheduler's)."""
         if self.stopped:
             return []
-        return [self._stop(CANCELLED, None, 0.0)]
+        return [self._stop(reason, None, 0.0)]
 
     # -- deciding --------------------------------------------------------------------------
 

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
 from .._validate import check_capacity
 from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
 from ..calendar.handle import fire_datetimes
+from .book import REPLACED
 from .future import TaskFuture
 from .recurring import CONTINUE, FIXED_DELAY, SKIP, STOP, Recurrence
+from .token import CANCELLED, CLOSED
 
 __all__ = ["CalendarRecurrence", "PoolCalendar", "RecurringHandle"]
 
@@ -70,6 +73,14 @@ class CalendarRecurrence(Recurrence):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
+
+    def ended(self, fut: Future[Any]) -> None:
+        """The series' Future is done: the series ends (its event says why)."""
+        reason = fut._cancel_reason if isinstance(fut, TaskFuture) else None
+        calendar = self.calendar
+        with calendar.lock:
+            events = self.series.cancel(reason if reason in (REPLACED, CLOSED) else CANCELLED)
+        calendar.hub.emit(events)
 
     def first_wake(self) -> float:
         """The pool-clock time of the first wake-up."""
@@ -171,10 +182,4 @@ class RecurringHandle:
 
     def cancel(self) -> bool:
         """End the series; False if it had already ended (or been replaced)."""
-        if self.future.done() or not self.future.cancel():
-            return False
-        calendar = self._record.calendar
-        with calendar.lock:
-            events = self._record.series.cancel()
-        calendar.hub.emit(events)
-        return True
+        return not self.future.done() and self.future.cancel()

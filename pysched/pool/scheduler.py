@@ -232,6 +232,7 @@ class ThreadPoolScheduler(Executor):
         fut._kwargs = _NO_KWARGS
         fut._series = record
         self._pool.add(task_id, record.first_wake(), priority, fut, self._clock())
+        fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return RecurringHandle(task_id, fut, record)
 
     def add_listener(self, fn: Callable[[Event], object]) -> None:
