@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import math
 
-from .._validate import check_choice
-
 FIXED_RATE = "fixed_rate"
 FIXED_DELAY = "fixed_delay"
 MODES = (FIXED_RATE, FIXED_DELAY)
@@ -38,7 +36,7 @@ STOP = "stop"
 CONTINUE = "continue"
 ON_ERRORS = (STOP, CONTINUE)
 
-__all__ = ["MODES", "ON_ERRORS", "OVERLAPS", "Recurrence", "check_choice"]
+__all__ = ["MODES", "ON_ERRORS", "OVERLAPS", "Recurrence"]
 
 
 class Recurrence:

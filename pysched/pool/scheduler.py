@@ -23,6 +23,7 @@ from .. import _impl
 from .._validate import (
     check_callable,
     check_capacity,
+    check_choice,
     check_hashable,
     check_priority,
     check_time,
@@ -33,7 +34,7 @@ from .book import PoolBook
 from .calendar_series import CalendarRecurrence, PoolCalendar, RecurringHandle
 from .clocks import checked_clock, waiter_for
 from .future import _NO_KWARGS, TaskFuture
-from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence, check_choice
+from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence
 from .threads import PoolThreads
 from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
 
