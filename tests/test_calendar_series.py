@@ -349,6 +349,17 @@ def test_an_interval_on_the_wall_timeline_has_the_same_fire_times_in_every_proce
         Series("c", Every(5), first.read(), timeline="elsewhere")
 
 
+def test_runs_decided_but_not_started_are_skipped_when_the_series_stops() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), catch_up="all", misfire_grace=0)
+    clocks.advance(3 * 60)  # 00:01, 00:02, 00:03 missed: three runs decided, one starts
+    assert series.poll(clocks.read()).start is not None
+    events = series.cancel("closed")
+    assert [(e.kind, e.reason, e.fire_time) for e in events] == [
+        ("skipped", "closed", ts("2025-01-01T00:02")),
+        ("skipped", "closed", ts("2025-01-01T00:03")), ("stopped", "closed", None)]
+
+
 def test_pause_resume_skips_with_events() -> None:
     clocks = FakeClocks(ts("2025-01-01T00:00:30"))
     series = Series("p", Cron("* * * * *"), clocks.read())

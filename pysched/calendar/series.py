@@ -208,7 +208,7 @@ class Series:
         if failed:
             events.append(self._event(FAILED, ERROR, fire.fire_time, fire.lateness))
             if self.on_error == "stop":
-                events.append(self._stop(ERROR, fire.fire_time, fire.lateness))
+                events += self._stop(ERROR, fire.fire_time, fire.lateness)
                 return events
         end = self._clock(now)
         if self.overlap == "queue" or self._next is None or self._next >= end:
@@ -270,7 +270,7 @@ class Series:
         "closed" (the scheduler's)."""
         if self.stopped:
             return []
-        return [self._stop(reason, None, 0.0)]
+        return self._stop(reason, None, 0.0)
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -427,7 +427,11 @@ class Series:
         return Event(self.series_id, kind, reason, fire, lateness, count,
                      fire if last is None else last, self.timeline)
 
-    def _stop(self, reason: str, fire: float | None, lateness: float) -> Event:
+    def _stop(self, reason: str, fire: float | None, lateness: float) -> list[Event]:
+        """End the series: the runs decided but not started are skipped, for ``reason``."""
         self.stopped = True
+        # count 1: the fire times a run stood for were reported as coalesced already
+        events = [self._event(SKIPPED, reason, run.fire_time, lateness) for run in self._ready]
         self._ready.clear()
-        return self._event(STOPPED, reason, fire, lateness, 0)
+        events.append(self._event(STOPPED, reason, fire, lateness, 0))
+        return events
