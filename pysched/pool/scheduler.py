@@ -62,7 +62,9 @@ class ThreadPoolScheduler(Executor):
     Options: ``max_pending`` and ``overflow`` ("reject" or "evict_lowest")
     bound pending versions (``pysched.pool.backpressure``); ``aging`` (seconds of
     waiting worth one priority level) turns on aging (``pysched.pool.aging``);
-    ``lateness_samples`` sizes the lateness reservoir of ``stats()``.
+    ``lateness_samples`` sizes the lateness reservoir of ``stats()``;
+    ``wall_clock`` (POSIX seconds, ``time.time``) is the clock calendar series
+    of ``schedule_recurring`` fire on.
     ``_core_factory`` picks the core class (tests run both implementations).
 
     >>> with ThreadPoolScheduler(2) as pool:
