@@ -114,37 +114,52 @@ def e2e_rate(open_store: Callable[[], durable.Store], n: int) -> float:
     return n / elapsed
 
 
-def pysched_vs_rate(url: str, n: int, prefetch: int | None) -> float:
-    """Tasks/s of n due no-op tasks stored, then run by a DurableScheduler with 4 workers."""
+class Window:
+    """The wall time and this process's CPU time of a ``with`` block."""
+
+    def __enter__(self) -> Window:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+    def figures(self, n: int) -> tuple[float, float]:
+        """(tasks/s, CPU microseconds of this process per task)."""
+        return n / self.wall, self.cpu / n * 1e6
+
+
+def pysched_vs_rate(url: str, n: int, prefetch: int | None) -> tuple[float, float]:
+    """n due no-op tasks stored, then run by a DurableScheduler with 4 workers: Window.figures."""
     table = "bench_vs_" + uuid.uuid4().hex[:12]
     store = durable.open_store(url, table=table)
     try:
         for start in range(0, n, 1000):
             store.schedule([NewTask(f"t{i}", 0.0, 0, "bench-noop", ARGS)
                             for i in range(start, min(n, start + 1000))])
-        _drop(url, f"ANALYZE {table}")
-        begin = time.perf_counter()
-        sched = durable.DurableScheduler(store, max_workers=4, prefetch=prefetch)
-        while store.counts().get("completed", 0) < n:
-            time.sleep(0.01)  # a 10 ms poll: under 0.2% of a run of a few seconds
-        elapsed = time.perf_counter() - begin
+        _execute(url, f"ANALYZE {table}")
+        with Window() as window:
+            sched = durable.DurableScheduler(store, max_workers=4, prefetch=prefetch)
+            while store.counts().get("completed", 0) < n:
+                time.sleep(0.01)  # a 10 ms poll: under 0.2% of a run of a few seconds
         sched.close()
         assert store.counts() == {"completed": n}
     finally:
         store.close()
-        _drop(url, f"DROP TABLE IF EXISTS {table}, {table}_meta; DROP SEQUENCE IF EXISTS"
-                   f" {table}_seq")
-    return n / elapsed
+        _execute(url, f"DROP TABLE IF EXISTS {table}, {table}_meta; DROP SEQUENCE IF EXISTS"
+                      f" {table}_seq")
+    return window.figures(n)
 
 
-def procrastinate_rate(url: str, n: int) -> float:
-    """Tasks/s of n no-op jobs deferred, then run by procrastinate's worker, 4 at once."""
+def procrastinate_rate(url: str, n: int) -> tuple[float, float]:
+    """n no-op jobs deferred, then run by procrastinate's worker, 4 at once: Window.figures."""
     import asyncio
 
     import procrastinate
 
     schema = "bench_procrastinate_" + uuid.uuid4().hex[:8]
-    _drop(url, f"CREATE SCHEMA {schema}")
+    _execute(url, f"CREATE SCHEMA {schema}")
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(
         conninfo=url, kwargs={"options": f"-c search_path={schema}"}, min_size=6, max_size=8))
 
@@ -152,27 +167,26 @@ def procrastinate_rate(url: str, n: int) -> float:
     async def noop() -> None:
         pass
 
-    async def run() -> float:
+    async def run() -> tuple[float, float]:
         async with app.open_async():
             await app.schema_manager.apply_schema_async()
             for start in range(0, n, 1000):
                 await noop.batch_defer_async(*({} for _ in range(start, min(n, start + 1000))))
-            _drop(url, f"ANALYZE {schema}.procrastinate_jobs")
-            begin = time.perf_counter()
-            await app.run_worker_async(concurrency=4, wait=False, install_signal_handlers=False,
-                                       listen_notify=False)
-            elapsed = time.perf_counter() - begin
+            _execute(url, f"ANALYZE {schema}.procrastinate_jobs")
+            with Window() as window:
+                await app.run_worker_async(concurrency=4, wait=False,
+                                           install_signal_handlers=False, listen_notify=False)
             done = await app.job_manager.list_jobs_async(status="succeeded")
             assert len(done) == n, f"{len(done)} of {n} jobs succeeded"
-            return n / elapsed
+            return window.figures(n)
 
     try:
         return asyncio.run(run())
     finally:
-        _drop(url, f"DROP SCHEMA {schema} CASCADE")
+        _execute(url, f"DROP SCHEMA {schema} CASCADE")
 
 
-def _drop(url: str, sql: str) -> None:
+def _execute(url: str, sql: str) -> None:
     """Run one statement on its own connection (schema changes, ANALYZE)."""
     import psycopg
 
@@ -180,35 +194,43 @@ def _drop(url: str, sql: str) -> None:
         db.execute(sql)
 
 
+def server_settings(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        return ", ".join(f"{name} {db.execute(f'SHOW {name}').fetchone()[0]}"  # type: ignore[index]
+                         for name in ("server_version", "fsync", "synchronous_commit"))
+
+
 def section_vs(args: argparse.Namespace, pg_url: str) -> None:
     import logging
 
     logging.getLogger("procrastinate").setLevel(logging.ERROR)
-    contenders: dict[str, Callable[[int], float]] = {
+    procrastinate = "procrastinate, concurrency 4"
+    contenders: dict[str, Callable[[int], tuple[float, float]]] = {
         "pysched, 4 workers": lambda n: pysched_vs_rate(pg_url, n, None),
         "pysched, 4 workers, prefetch 60": lambda n: pysched_vs_rate(pg_url, n, 60),
-        "procrastinate, concurrency 4": lambda n: procrastinate_rate(pg_url, n),
+        procrastinate: lambda n: procrastinate_rate(pg_url, n),
     }
-    import psycopg
-
-    with psycopg.connect(pg_url) as db:
-        server = ", ".join(f"{name} {db.execute(f'SHOW {name}').fetchone()[0]}"  # type: ignore[index]
-                           for name in ("server_version", "fsync", "synchronous_commit"))
     print(f"\n## end to end against procrastinate: {args.n:,} due no-op tasks, one PostgreSQL"
-          f" database ({server}; tasks/s: median of the runs in turns, then min max)")
-    rates: dict[str, list[float]] = {name: [] for name in contenders}
+          f" database ({server_settings(pg_url)}); median of the runs in turns (min max), and"
+          " this process's CPU time per task")
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
     for run in contenders.values():
         run(min(args.n, 2_000))  # warm-up
     for turn in range(args.repeats):
         order = list(contenders) if turn % 2 == 0 else list(reversed(contenders))
         for name in order:
-            rates[name].append(contenders[name](args.n))
-    for name, samples in rates.items():
-        print(f"{name:<34}{statistics.median(samples):>9,.0f}   ({min(samples):,.0f}"
-              f" {max(samples):,.0f})")
-    base = statistics.median(rates["procrastinate, concurrency 4"])
-    for name in list(contenders)[:2]:
-        print(f"ratio {name} / procrastinate: {statistics.median(rates[name]) / base:.2f}x")
+            runs[name].append(contenders[name](args.n))
+    rate = {name: statistics.median(r for r, _ in samples) for name, samples in runs.items()}
+    for name, samples in runs.items():
+        rates = [r for r, _ in samples]
+        cpu = statistics.median(c for _, c in samples)
+        print(f"{name:<34}{rate[name]:>9,.0f} tasks/s ({min(rates):,.0f} {max(rates):,.0f})"
+              f"  {cpu:>7,.0f} us CPU/task")
+    for name in contenders:
+        if name != procrastinate:
+            print(f"ratio {name} / procrastinate: {rate[name] / rate[procrastinate]:.2f}x")
 
 
 def stores(pg_url: str | None, tmp: str) -> dict[str, Callable[[], durable.Store]]:

@@ -165,7 +165,8 @@ cdef class Scheduler:
 
         Returns the version numbers, as ``schedule()`` would one by one. Every
         item is checked first: a bad one raises naming its index and argument
-        (``items[3].run_at``) and nothing is scheduled. O(k log n).
+        (``items[3].run_at``) and nothing is scheduled. A MemoryError part-way
+        leaves the items before it scheduled. O(k log n).
         """
         cdef list checked = check_iterable(items, "items")
         cdef Py_ssize_t k, n = len(checked)
@@ -267,7 +268,8 @@ cdef class Scheduler:
 
         The same as calling ``next(now)`` until it returns no Task or ``limit``
         tasks are claimed, with one reading of the clock. ``limit`` must be an
-        int >= 0. O(k log n) amortised.
+        int >= 0. A claimed task is never lost: on a MemoryError after some
+        claims, those are returned. O(k log n) amortised.
         """
         cdef double t
         cdef Py_ssize_t cap = -1
@@ -276,13 +278,30 @@ cdef class Scheduler:
             t = _check_time(self._clock(), "clock()")
         else:
             t = _check_time(now, "now")
+        cdef Py_ssize_t n = 0
+        cdef uint64_t edits
+        cdef Task task
         if limit is not None:
             cap = check_capacity(limit, "limit")
-        while len(claimed) != cap:
-            task = self._next(t)
-            if type(task) is not Task:
-                break
-            claimed.append(task)
+        # next()'s loop, without its per-call costs. Room in the list comes
+        # before the claim, so a MemoryError never drops a claimed task: with
+        # some claimed, the call hands them out and the next call raises.
+        while n != cap:
+            try:
+                if not self._head() or self._heap[0].run_at > t:
+                    break
+                edits = self._edits
+                task = Task.__new__(Task)  # may start a collection whose finalisers call back in
+                claimed.append(None)
+            except MemoryError:
+                if n:
+                    break
+                raise
+            if edits == self._edits:
+                claimed[n] = self._claim(task)
+                n += 1
+            else:
+                claimed.pop()  # a finaliser edited the scheduler: look again
         return claimed
 
     def complete(self, Task task not None):

@@ -73,6 +73,10 @@ class Driver:
                 decision = series.poll(now, jump)
                 self.hub.emit(decision.events)
                 if decision.start is not None:
+                    begun, events = series.begin(self.clocks.read())
+                    self.hub.emit(events)
+                    if not begun:
+                        continue
                     # a calendar fire never starts before its instant
                     if series.timeline == "wall":
                         assert decision.start.fire_time <= now.wall
@@ -113,12 +117,16 @@ class BookDriver:
         while True:
             now = self.clocks.read()
             starts = self.book.wake(now)
+            self.book.flush()
             for series, fire in starts:
                 clock = now.wall if series.timeline == "wall" else now.mono
                 assert fire.fire_time <= clock
+                if not self.book.begin(series, self.clocks.read()):
+                    continue
                 self.runs.append((series.series_id, fire.fire_time, now.wall))
                 self.clocks.advance(self.run_time)
                 self.book.finished(series, self.clocks.read())
+                self.book.flush()
             if starts:
                 continue
             wake = self.book.next_wake()

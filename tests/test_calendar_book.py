@@ -3,14 +3,16 @@ due ones only; replacement by id, pause, resume, cancel."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from datetime import datetime, timezone
 
 import pytest
 from calendar_driver import BookDriver, Driver, FakeClocks, ts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pysched.calendar import Cron, Every, Series
+from pysched.calendar import Cron, Every, Series, SeriesHandle
 from pysched.calendar import series as series_module
 
 SPECS = [
@@ -83,10 +85,13 @@ def test_a_wake_up_polls_only_the_due_series(monkeypatch: pytest.MonkeyPatch) ->
     clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
     d = BookDriver(clocks)
     for i in range(600):
-        d.book.add(Series(i, Every(1 + i % 60), clocks.read()), clocks.read())
-    d.run_until_wall(ts("2025-01-01T00:02"))
+        d.book.add(Series(i, Every(60 * (1 + i % 60)), clocks.read()), clocks.read())
+    for i in range(600, 900):  # calendar series: the book, not each of them, rechecks the clocks
+        d.book.add(Series(i, Cron(f"{i % 60} * * * *"), clocks.read()), clocks.read())
+    d.run_until_wall(ts("2025-01-01T02:00"))
     runs = Counter(sid for sid, _, _ in d.runs)
     assert all(runs[i] == 120 // (1 + i % 60) for i in range(600))
+    assert all(runs[i] == 2 for i in range(600, 900))
     assert polls == runs  # one poll per run: nothing polled for nothing
 
 
@@ -109,14 +114,16 @@ def test_replacing_pausing_resuming_cancelling() -> None:
     d.book.add(Series("a", Cron("* * * * *"), clocks.read()), clocks.read())
     d.run_until_wall(ts("2025-01-01T00:01:30"))
     d.book.add(Series("a", Cron("*/2 * * * *"), clocks.read()), clocks.read())  # replaces
-    assert [(e.series, e.kind, e.reason) for e in d.events] == [("a", "stopped", "cancelled")]
+    d.book.flush()
+    assert [(e.series, e.kind, e.reason) for e in d.events] == [("a", "stopped", "replaced")]
     d.run_until_wall(ts("2025-01-01T00:04:30"))
     assert [f for sid, f, _ in d.runs] == [ts("2025-01-01T00:01"), ts("2025-01-01T00:02"),
                                            ts("2025-01-01T00:04")]
     d.book.pause("a")
-    assert d.book.next_wake() is None
     d.run_until_wall(ts("2025-01-01T00:08:30"))
+    assert d.runs[-1][1] == ts("2025-01-01T00:04")  # nothing while paused
     d.book.resume("a", clocks.read())
+    d.book.flush()
     assert (d.events[-1].kind, d.events[-1].reason, d.events[-1].count) == ("skipped", "paused", 2)
     d.run_until_wall(ts("2025-01-01T00:10:30"))
     assert d.runs[-1][1] == ts("2025-01-01T00:10")
@@ -124,3 +131,75 @@ def test_replacing_pausing_resuming_cancelling() -> None:
     assert d.book.next_wake() is None
     with pytest.raises(KeyError):
         d.book.pause("a")
+
+
+def test_handles_act_on_their_own_series_only() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"), mono=0.0)
+    d = BookDriver(clocks)
+    notified: list[int] = []
+    lock = threading.Lock()
+
+    def handle_for(series: Series) -> SeriesHandle:
+        d.book.add(series, clocks.read())
+        return SeriesHandle(d.book, series, read=clocks.read, lock=lock,
+                            notify=lambda: notified.append(1))
+
+    berlin = handle_for(Series("c", Cron("0 9 * * *", tz="Europe/Berlin"), clocks.read()))
+    fires = berlin.next_fire_times(2)
+    assert [str(f) for f in fires] == ["2025-01-01 09:00:00+01:00", "2025-01-02 09:00:00+01:00"]
+    interval = handle_for(Series("e", Every(90), clocks.read()))
+    assert interval.next_fire_times(2) == [datetime(2025, 1, 1, 0, 2, tzinfo=timezone.utc),
+                                           datetime(2025, 1, 1, 0, 3, 30, tzinfo=timezone.utc)]
+    interval.pause()
+    assert interval.paused and repr(interval) == "<SeriesHandle 'e' paused>"
+    d.run_until_wall(ts("2025-01-01T00:05"))
+    assert not any(sid == "e" for sid, _, _ in d.runs)
+    interval.resume()
+    assert not interval.paused and notified == [1]
+    assert (d.events[-1].kind, d.events[-1].reason, d.events[-1].count) == ("skipped", "paused", 3)
+    d.run_until_wall(ts("2025-01-01T00:06:30"))  # monotonic 360
+    assert [f for sid, f, _ in d.runs if sid == "e"] == [360.0]
+    # replaced by id: the old handle no longer reaches the new series
+    replacement = handle_for(Series("e", Every(10), clocks.read()))
+    assert interval.cancelled and interval.next_fire_times(3) == []
+    assert not interval.cancel()
+    interval.pause()
+    assert not replacement.paused and not replacement.cancelled
+    assert replacement.cancel() and replacement.cancelled and not replacement.cancel()
+    with pytest.raises(ValueError, match="n"):
+        berlin.next_fire_times(-1)
+    with pytest.raises(TypeError, match="n"):
+        berlin.next_fire_times(None)  # type: ignore[arg-type]
+
+
+class CheckedLock:
+    """A lock that fails, rather than deadlocks, when its holder takes it again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def __enter__(self) -> None:
+        assert self._owner != threading.get_ident(), "the scheduler lock was taken twice"
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+
+    def __exit__(self, *exc: object) -> None:
+        self._owner = None
+        self._lock.release()
+
+
+def test_a_listener_may_call_back_into_the_scheduler() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"), mono=0.0)
+    lock = CheckedLock()
+    d = BookDriver(clocks)
+    series = Series("p", Cron("* * * * *"), clocks.read())
+    d.book.add(series, clocks.read())
+    handle = SeriesHandle(d.book, series, read=clocks.read, lock=lock)  # type: ignore[arg-type]
+    d.book.hub.add_listener(lambda event: handle.cancel() if event.reason == "paused" else None)
+    handle.pause()
+    clocks.advance(180)
+    handle.resume()  # its "paused" event reaches the listener after the lock is released
+    assert handle.cancelled
+    assert [(e.kind, e.reason) for e in d.events] == [("skipped", "paused"),
+                                                      ("stopped", "cancelled")]

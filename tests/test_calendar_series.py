@@ -198,6 +198,39 @@ def test_a_coalesced_run_waits_again_when_the_wall_clock_is_set_back_before_it_s
     assert start is not None and start.fire_time == ts("2025-01-01T00:03")
 
 
+@pytest.mark.parametrize("catch_up", ["none", "latest", "all"])
+def test_a_run_that_waits_for_a_worker_past_the_grace_follows_catch_up(catch_up: str) -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("busy", Cron("* * * * *"), clocks.read(), catch_up=catch_up)
+    clocks.advance(30)
+    decision = series.poll(clocks.read())  # 00:01, on time
+    assert decision.start is not None and decision.events == []
+    clocks.advance(5)  # every worker busy for 5 s
+    started, events = series.begin(clocks.read())
+    [event] = events
+    assert (event.reason, event.fire_time, event.lateness) == ("misfire", ts("2025-01-01T00:01"),
+                                                               5.0)
+    if catch_up == "none":
+        assert not started and event.kind == "skipped" and series.running is None
+        clocks.advance(55)
+        nxt = series.poll(clocks.read()).start
+        assert nxt is not None and nxt.fire_time == ts("2025-01-01T00:02")
+    else:
+        assert started and event.kind == "late"
+
+
+def test_a_run_decided_late_is_not_reported_twice_when_it_begins() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), catch_up="latest")
+    clocks.advance(40)  # 00:01 is 10 s late when decided
+    decision = series.poll(clocks.read())
+    assert [e.kind for e in decision.events] == ["late"]
+    clocks.advance(5)
+    assert series.begin(clocks.read()) == (True, [])
+    with pytest.raises(RuntimeError):
+        Series("t", Every(5), clocks.read()).begin(clocks.read())
+
+
 def test_on_error_stop_ends_the_series_and_continue_goes_on() -> None:
     for on_error, runs in (("stop", 1), ("continue", 3)):
         clocks = FakeClocks(ts("2025-01-01T00:00:30"))
@@ -213,7 +246,7 @@ def test_on_error_stop_ends_the_series_and_continue_goes_on() -> None:
 def test_a_month_offline_costs_bounded_work() -> None:
     # a durable series restarts from its last fire time after 30 days down:
     # 2.6 million fire times of an every-second cron were missed
-    clocks = FakeClocks(ts("2025-01-31T00:00:00.5"))
+    clocks = FakeClocks(ts("2025-01-31T00:00:00.500000"))
     last = ts("2025-01-01T00:00")
     newest = ts("2025-01-31T00:00")  # within the grace: on time
     expected = {"none": [newest], "latest": [newest],
@@ -314,6 +347,17 @@ def test_an_interval_on_the_wall_timeline_has_the_same_fire_times_in_every_proce
         Series("c", Cron("* * * * *"), first.read(), timeline="monotonic")
     with pytest.raises(ValueError, match="timeline"):
         Series("c", Every(5), first.read(), timeline="elsewhere")
+
+
+def test_runs_decided_but_not_started_are_skipped_when_the_series_stops() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), catch_up="all", misfire_grace=0)
+    clocks.advance(3 * 60)  # 00:01, 00:02, 00:03 missed: three runs decided, one starts
+    assert series.poll(clocks.read()).start is not None
+    events = series.cancel("closed")
+    assert [(e.kind, e.reason, e.fire_time) for e in events] == [
+        ("skipped", "closed", ts("2025-01-01T00:02")),
+        ("skipped", "closed", ts("2025-01-01T00:03")), ("stopped", "closed", None)]
 
 
 def test_pause_resume_skips_with_events() -> None:

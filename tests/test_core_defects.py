@@ -13,7 +13,7 @@ import weakref
 
 import pytest
 from conftest import NO_EXTENSIONS, compiled_module
-from core_reentrancy import call_with_collection_at, drain_freelists
+from core_reentrancy import runs_with_user_code_inside
 
 
 def noop() -> None:
@@ -66,17 +66,14 @@ def test_a_finaliser_that_schedules_during_a_claim_loses_nothing(impl):
     The new task was then counted as pending forever and never ran, and
     ``stats()["stale"]`` went negative.
     """
-    held = drain_freelists(impl)
-    fired = False
-    for k in range(1, 20):
+    def make():
         s = impl.Scheduler()
         s.schedule("a", 1.0, 0, noop)
         s.schedule("b", 2.0, 0, noop)
-        task, inside = call_with_collection_at(
-            k, lambda s=s: s.next(now=5.0), lambda s=s: s.schedule("z", 0.0, 0, noop))
-        if not inside:
-            break
-        fired = True
+        return s
+
+    for s, task, _where in runs_with_user_code_inside(
+            impl, make, lambda s: s.next(now=5.0), lambda s: s.schedule("z", 0.0, 0, noop)):
         assert s.stats()["stale"] >= 0
         s._check()
         assert task.task_id in ("a", "z")
@@ -84,8 +81,6 @@ def test_a_finaliser_that_schedules_during_a_claim_loses_nothing(impl):
         rest = drain_ids(s)
         assert sorted([task.task_id, *rest]) == ["a", "b", "z"]
         assert len(s) == 0
-    del held
-    assert fired
 
 
 @pytest.mark.parametrize("keyed", [False, True])
@@ -94,18 +89,16 @@ def test_push_or_evict_never_returns_an_empty_entry(impl, keyed):
     and the call returned that pass's empty QueueEntry instead of None.
     Twin: it decided "full" before the finaliser freed a place and evicted anyway.
     """
-    held = drain_freelists(impl)
-    fired = False
     key = {"key": "n"} if keyed else {}
-    for k in range(1, 20):
+
+    def make():
         q = impl.StableBoundedPriorityQueue(3)
         for priority in (5, 3, 7):
             q.push(priority, f"v{priority}")
-        dropped, inside = call_with_collection_at(
-            k, lambda q=q: q.push_or_evict(1, "new", **key), lambda q=q: q.pop())
-        if not inside:
-            break
-        fired = True
+        return q
+
+    for q, dropped, _where in runs_with_user_code_inside(
+            impl, make, lambda q: q.push_or_evict(1, "new", **key), lambda q: q.pop()):
         q._check()
         # The pop came first (3 popped, then room: nothing dropped) or second
         # (7 evicted, then the newcomer popped).
@@ -114,8 +107,6 @@ def test_push_or_evict_never_returns_an_empty_entry(impl, keyed):
         else:
             assert (dropped.reason, dropped.value) == ("evicted", "v7")
             assert q.snapshot() == [(3, 2, "v3"), (5, 1, "v5")]
-    del held
-    assert fired
 
 
 class ReschedulingFn:

@@ -227,3 +227,20 @@ def test_retry_policies_and_fleet_arguments_are_checked() -> None:
             ({"max_clock_skew": 0}, ValueError, "max_clock_skew")]:
         with pytest.raises(error, match=match):
             DurableScheduler(None, **options)
+
+
+def test_a_retry_of_a_task_scheduled_elsewhere_runs_without_waiting_for_a_resync(
+        make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+    """No Future here watches it, and a store does not notify a writer of its own
+    writes: the worker must put its retry back on its heap itself."""
+    if store_spec["kind"] == "memory":
+        pytest.skip("a memory store is one process's: nothing is scheduled elsewhere")
+    s = make(registry=registry_with("flaky", retry=Retry(3, backoff=0.01)),
+             resync_interval=3600)
+    FLAKY["elsewhere"] = 2
+    elsewhere = open_spec(store_spec)  # another process's connection
+    elsewhere.schedule([NewTask("elsewhere", 0.0, 0, "flaky",
+                                '{"args":["elsewhere"],"kwargs":{}}')])
+    elsewhere.close()
+    h.wait_for(lambda: s.row("elsewhere")["state"] == "completed", what="the retried task")
+    assert s.row("elsewhere")["attempts"] == 3

@@ -144,3 +144,24 @@ def test_a_large_batch_is_announced_by_ids_not_by_a_full_read(pg: dict[str, Any]
         s.close(timeout=30)
         s.store.close()
         client.close()
+
+
+def test_ids_beside_a_request_for_everything_are_not_lost(pg: dict[str, Any]) -> None:
+    """A '*' and a list of ids committed together arrive in one packet: the ids must
+    come back with ``everything`` set, not be swallowed by it (it may be debounced)."""
+    listener = PostgresStore(pg["url"], table=pg["table"])
+    try:
+        first = listener.wait_changes(1.0)
+        assert first is not None and not first and first.everything  # the subscription
+        with pg["admin"].transaction():
+            pg["admin"].execute("SELECT pg_notify(%s, '*')", (pg["table"],))
+            pg["admin"].execute("SELECT pg_notify(%s, %s)", (pg["table"], '["a", "b"]'))
+            pg["admin"].execute("SELECT pg_notify(%s, '{garbled')", (pg["table"],))
+        seen: set[str] = set()
+        everything = False
+        while (changed := listener.wait_changes(1.0)) is not None:
+            seen |= changed
+            everything |= changed.everything
+        assert seen == {"a", "b"} and everything
+    finally:
+        listener.close()

@@ -16,7 +16,7 @@ import pytest
 from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched import SchedulerClosed
-from pysched.durable import NewTask, NotDurable, TaskRegistry
+from pysched.durable import DurableScheduler, MemoryStore, NewTask, NotDurable, TaskRegistry
 
 ARGS = '{"args":[],"kwargs":{}}'
 
@@ -346,3 +346,51 @@ def test_a_claimed_version_cancelled_before_it_started_never_starts_on_any_execu
         h.event("sc-release").set()
         s.close()
         pool.shutdown()
+
+
+class _SlowFullReads(MemoryStore):
+    """A memory store whose full re-reads hang while ``gate`` is shut."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.stuck = threading.Event()
+
+    def rows(self, task_ids: Any = None) -> Any:
+        if task_ids is None and not self.gate.is_set():
+            self.stuck.set()
+            assert self.gate.wait(30)
+        return super().rows(task_ids)
+
+
+def test_a_slow_full_read_never_delays_the_heartbeat() -> None:
+    h.reset()
+    store = _SlowFullReads()
+    s = DurableScheduler(store, lease=5.0, heartbeat=0.02, poll_interval=0.05,
+                         resync_interval=0.05)
+    try:
+        s.schedule("busy", s.clock(), 0, h.hold, args=["slow-started", "slow-release"])
+        assert h.event("slow-started").wait(30)
+        store.gate.clear()
+        assert store.stuck.wait(30)  # housekeeping is now inside a re-read that hangs
+        expiry = s.row("busy")["lease_expires"]
+        h.wait_for(lambda: s.row("busy")["lease_expires"] > expiry, what="a renewal")
+    finally:
+        store.gate.set()
+        h.event("slow-release").set()
+        s.close()
+
+
+def test_a_worker_repairs_rows_running_without_a_lease_and_reports_unknown_states(
+        make: Any, store_spec: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    s = make(resync_interval=0.05)
+    with caplog.at_level("WARNING", logger="pysched.durable"):
+        h.put_raw(s.store, store_spec, task_id="orphan", state="running")
+        h.put_raw(s.store, store_spec, task_id="odd", state="zombie")
+        h.wait_for(lambda: s.row("orphan")["state"] == "completed", what="the repaired row's run")
+        h.wait_for(lambda: any("does not know" in r.getMessage() for r in caplog.records),
+                   what="the unknown state's report")
+    assert s.stats()["repaired"] == 1 and s.row("odd")["state"] == "zombie"
+    reports = [r for r in caplog.records if "'odd'" in r.getMessage()]
+    assert len(reports) == 1  # once, not at every resync

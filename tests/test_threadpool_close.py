@@ -352,3 +352,18 @@ def test_an_unreferenced_pool_runs_its_work_and_its_threads_exit(impl):
 def test_max_workers_below_one_is_refused_in_thread_pool_executors_words(bad):
     with pytest.raises(ValueError, match="max_workers must be greater than 0"):
         pysched.ThreadPoolScheduler(bad)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_exits_without_waiting_for_its_parents_pool_threads():
+    child = _run_child("""
+        import os, pysched
+        pool = pysched.ThreadPoolScheduler(2)
+        pool.submit(abs, -1).result()
+        pid = os.fork()
+        if pid == 0:
+            raise SystemExit(7)  # the child exits through the interpreter's exit hooks
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """)
+    assert (child.returncode, child.stdout) == (0, "7\n"), child

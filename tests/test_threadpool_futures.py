@@ -39,6 +39,19 @@ def test_a_task_future_makes_no_condition_unless_someone_waits(make_pool):
     assert fut._cond is None and fut._waiter_list is None and fut._callback_list is None
 
 
+@pytest.mark.parametrize("collect", [cf.wait, lambda fs: list(cf.as_completed(fs))])
+def test_wait_and_as_completed_make_no_condition(make_pool, collect):
+    # They lock every Future they get; a Condition each made them slow on many Futures.
+    pool = make_pool(2)
+    gate = Gate()
+    pending = [pool.submit(gate) for _ in range(4)]  # two run, two wait in the core
+    done = [pool.submit(abs, -n) for n in range(3)]
+    gate.release()
+    collect(pending + done)
+    assert all(f._cond is None for f in pending + done)
+    assert [f.result(0) for f in done] == [0, 1, 2]
+
+
 def test_result_and_exception_wait_with_timeouts(make_pool):
     pool = make_pool(1)
     gate = Gate()

@@ -12,8 +12,10 @@ from .book import SeriesBook
 from .cron import Cron
 from .events import Event, EventHub, clock_jump_event
 from .every import Every
+from .handle import SeriesHandle
 from .series import Decision, Fire, Series
 
 __all__ = ["ClockWatch", "Cron", "Decision", "Event", "EventHub", "Every", "Fire", "Jump",
            "Reading", "Series", "SeriesBook",
+           "SeriesHandle",
            "clock_jump_event"]

@@ -2,8 +2,9 @@
 
 A scheduler (the thread pool, the asyncio scheduler, the durable runner)
 reads both clocks at each wake-up, asks a shared ``ClockWatch`` whether the
-wall clock jumped, and calls ``poll``; it starts the run ``poll`` returns,
-calls ``finished`` when the run ends, sleeps until ``next_wake`` on its
+wall clock jumped, and calls ``poll``; when a worker takes the run ``poll``
+returned it calls ``begin`` (which may skip a run grown too late), and
+``finished`` when the run ends; sleeps until ``next_wake`` on its
 monotonic clock, and hands every event to an ``EventHub``.
 
 Invariants, each by construction:
@@ -178,6 +179,25 @@ class Series:
         """A wall-clock jump was seen: the next decision names its fire times' reasons by it."""
         self._jump = jump
 
+    def begin(self, now: Reading) -> tuple[bool, list[Event]]:
+        """The run ``poll`` returned is about to start at ``now``: whether to start it.
+
+        A run can wait after ``poll`` (every worker busy). If it would now
+        start more than ``misfire_grace`` late, ``catch_up="none"`` skips it
+        (``False``; the series is free again) and the other policies run it
+        late; either way with an event, reason ``misfire``.
+        """
+        fire = self.running
+        if fire is None:
+            raise RuntimeError("begin() without a run decided")
+        lateness = self._clock(now) - fire.fire_time
+        if lateness <= self.misfire_grace or fire.lateness > self.misfire_grace:
+            return True, []  # on time, or already reported late when decided
+        if self.catch_up == "none":
+            self.running = None
+            return False, [self._event(SKIPPED, MISFIRE, fire.fire_time, lateness, fire.count)]
+        return True, [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
+
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
         """The run ``poll`` returned has ended at ``now``; ``failed``: it raised."""
         fire = self.running
@@ -188,7 +208,7 @@ class Series:
         if failed:
             events.append(self._event(FAILED, ERROR, fire.fire_time, fire.lateness))
             if self.on_error == "stop":
-                events.append(self._stop(ERROR, fire.fire_time, fire.lateness))
+                events += self._stop(ERROR, fire.fire_time, fire.lateness)
                 return events
         end = self._clock(now)
         if self.overlap == "queue" or self._next is None or self._next >= end:
@@ -245,11 +265,12 @@ class Series:
         self._advance_to(t)
         return events
 
-    def cancel(self) -> list[Event]:
-        """End the series; nothing more starts."""
+    def cancel(self, reason: str = CANCELLED) -> list[Event]:
+        """End the series; nothing more starts. ``reason``: "cancelled", "replaced" or
+        "closed" (the scheduler's)."""
         if self.stopped:
             return []
-        return [self._stop(CANCELLED, None, 0.0)]
+        return self._stop(reason, None, 0.0)
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -406,7 +427,11 @@ class Series:
         return Event(self.series_id, kind, reason, fire, lateness, count,
                      fire if last is None else last, self.timeline)
 
-    def _stop(self, reason: str, fire: float | None, lateness: float) -> Event:
+    def _stop(self, reason: str, fire: float | None, lateness: float) -> list[Event]:
+        """End the series: the runs decided but not started are skipped, for ``reason``."""
         self.stopped = True
+        # count 1: the fire times a run stood for were reported as coalesced already
+        events = [self._event(SKIPPED, reason, run.fire_time, lateness) for run in self._ready]
         self._ready.clear()
-        return self._event(STOPPED, reason, fire, lateness, 0)
+        events.append(self._event(STOPPED, reason, fire, lateness, 0))
+        return events

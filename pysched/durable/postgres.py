@@ -32,6 +32,7 @@ from ._sql import ThreadConnections, check_table, index_statements
 from .store import (
     KNOWN_STATES,
     ROW_FORMAT,
+    Changes,
     Claim,
     NewTask,
     Outcome,
@@ -345,24 +346,27 @@ class PostgresStore(Store):
                 self._disconnect(listener)
             raise
 
-    def _wait_changes(self, timeout: float) -> set[str] | None:
+    def _wait_changes(self, timeout: float) -> Changes | None:
         if self._listener is None:
             listener = self._connect()
             listener.execute(f"LISTEN {self.table}")
             self._listener = listener
             self.subscriptions += 1
-            return set()  # writes before LISTEN are unseen: re-read everything once
-        changed: set[str] | None = None
+            changes = Changes()
+            changes.everything = True  # writes before LISTEN are unseen: re-read everything
+            return changes
+        changed = Changes()
+        seen = False
         # The first notification ends the wait; the rest already queued are drained.
-        for note in self._listener.notifies(timeout=timeout, stop_after=1):
-            if note.pid not in self._own_pids:
-                changed = _merge(changed, note.payload)
-        if changed is not None and changed:
-            for note in self._listener.notifies(timeout=0):
+        # Every one is read to the end: a generator left early drops the rest of its
+        # packet, and ids beside a request for everything must not be lost with it.
+        for wait in (timeout, 0.0):
+            for note in self._listener.notifies(timeout=wait, stop_after=1 if wait else None):
                 if note.pid not in self._own_pids:
-                    changed = _merge(changed, note.payload)
-                    if not changed:
-                        break
+                    seen = True
+                    _merge(changed, note.payload)
+            if not seen:
+                return None
         return changed
 
     def close(self) -> None:
@@ -389,17 +393,16 @@ def _usable(db: psycopg.Connection[Any]) -> bool:
     return not readable
 
 
-def _merge(changed: set[str] | None, payload: str) -> set[str]:
-    """Add one notification's ids; ``*`` (or a garbled payload) means everything: empty set."""
-    if changed is not None and not changed:
-        return changed
+def _merge(changed: Changes, payload: str) -> None:
+    """Add one notification's ids; ``*`` or a garbled payload asks for everything."""
     try:
         ids = json.loads(payload)
     except ValueError:
-        return set()
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        return set()
-    return (changed or set()) | set(ids)
+        ids = None
+    if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+        changed.update(ids)
+    else:
+        changed.everything = True
 
 
 def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:

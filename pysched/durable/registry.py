@@ -6,10 +6,16 @@ reading it back can turn into the same callable. Two kinds of names:
 - a registered name: ``@registry.task`` (or ``register(fn, name=...)``) maps
   it to the function in this process; the module that registers it must be
   imported by every worker before it starts (as with Celery's ``include``);
-- ``module:qualname`` of a module-level function, resolved by importing the
-  module, but only when the module is in ``allowed_modules``: a row in a
-  shared database is data, and importing and calling whatever it names would
-  hand that database's writers this process (``os:system`` is importable too).
+- ``module:qualname`` of a function, resolved by importing the module, but
+  only when the module is in ``allowed_modules`` and the object found is a
+  Python function whose own ``__module__`` and ``__qualname__`` are exactly
+  the reference: a row in a shared database is data, and importing and calling
+  whatever it names would hand that database's writers this process
+  (``os:system`` is importable, and ``myapp:os.system`` reaches it through
+  any allowed module that imports os).
+
+A registered name also carries the task's queue and retry policy
+(``options``); ``serves`` says which rows a worker with this registry claims.
 
 Invariant: ``reference(fn)`` returns a name only if ``resolve(name)`` in this
 process returns ``fn`` itself, so every stored reference can be run back at

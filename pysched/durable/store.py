@@ -54,8 +54,9 @@ DEFAULT_QUEUE = "default"
 
 __all__ = [
     "CANCELLED", "COMPLETED", "DEFAULT_QUEUE", "ERROR", "FAILED", "FINAL_STATES", "KNOWN_STATES",
-    "PENDING", "ROW_FORMAT", "RUNNING", "Claim", "NewTask", "Outcome", "Row", "Serves", "Store",
-    "check_claim", "check_fields", "check_key", "claim_order", "decode_args", "encode_args",
+    "PENDING", "ROW_FORMAT", "RUNNING", "Changes", "Claim", "NewTask", "Outcome", "Row", "Serves",
+    "Store", "check_claim", "check_fields", "check_key", "claim_order", "decode_args",
+    "encode_args",
 ]
 
 
@@ -81,6 +82,14 @@ class Row(NamedTuple):
     blocked: bool  # pending, but an older version still holds a live lease
     ref: str = ""
     queue: str = DEFAULT_QUEUE
+
+
+class Changes(set[str]):
+    """What ``Store.wait_changes`` saw: the task ids other processes wrote, and
+    ``everything`` when a notification (or a new subscription) asked for a full
+    re-read as well. A plain empty set from a store means everything too."""
+
+    everything = False
 
 
 class Serves(NamedTuple):
@@ -349,7 +358,8 @@ class Store(ABC):
     def wait_changes(self, timeout: float) -> set[str] | None:
         """Block up to ``timeout`` for other processes' writes (notifying stores only).
 
-        Returns the task ids written, an empty set for "some, re-read
+        Returns the task ids written (a ``Changes`` whose ``everything`` says a
+        full re-read was asked for too), an empty set for "some, re-read
         everything", or None on timeout.
         """
         raise NotImplementedError

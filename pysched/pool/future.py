@@ -8,13 +8,18 @@ Condition's Python-level methods. Measured with ``time.thread_time`` while
 50,000 Futures are kept alive (as a caller collecting results does):
 ``Future()`` costs about 5.5 us, a Future without them about 0.5 us, and
 that difference alone decided the throughput against ThreadPoolExecutor.
-So a TaskFuture holds a C ``RLock`` (untracked) and builds the Condition and
-the two lists only when something needs them: a thread that waits in
-``result()``, ``concurrent.futures.wait()``/``as_completed()``, or a done
-callback. The attribute names are those of CPython's Future (``_condition``,
-``_state``, ``_result``, ``_exception``, ``_waiters``, ``_done_callbacks``), the
-same from 3.2 to 3.14, so every inherited method and the module functions work
-on it unchanged; a test pins those names.
+So a TaskFuture holds a C ``RLock`` (untracked) as its ``_condition`` and
+builds the Condition and the two lists only when something needs them: a
+thread that waits in ``result()``/``exception()``, a waiter of
+``concurrent.futures.wait()``/``as_completed()``, or a done callback.
+``wait()`` and ``as_completed()`` only lock ``_condition`` (with ``with``),
+which the RLock does without making 50,000 Conditions for 50,000 Futures;
+the methods that wait or notify (``result``, ``exception``, ``set_result``,
+``set_exception``, ``cancel``) are this class's, on the Condition it makes on
+that same lock. The other attribute names are those of CPython's Future
+(``_state``, ``_result``, ``_exception``, ``_waiters``, ``_done_callbacks``),
+the same from 3.2 to 3.14, so every inherited method and the module
+functions work on it; a test pins those names.
 
 Invariants: every state change happens under ``_lock`` (the Condition, once
 made, is built on it), exactly as in a stock Future. A TaskFuture is resolved
@@ -35,7 +40,7 @@ import math
 import threading
 import types
 from collections.abc import Callable, Hashable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future, InvalidStateError
 from concurrent.futures._base import (
     CANCELLED,
     CANCELLED_AND_NOTIFIED,
@@ -87,7 +92,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     _state = PENDING
     _result: Any = None
     _exception: BaseException | None = None
-    _cond: threading.Condition | None = None  # made by the first waiter
+    _cond: threading.Condition | None = None  # on _lock, made by the first thread to wait
     _waiter_list: list[Any] | None = None  # concurrent.futures.wait() waiters
     _callback_list: list[Callable[[Future[Any]], Any]] | None = None
 
@@ -108,33 +113,19 @@ class TaskFuture(Future):  # type: ignore[type-arg]
 
     def __init__(self, owner: FutureOwner, fn: Callable[..., Any]) -> None:
         # Future.__init__ is not called: see the module docstring.
-        self._lock = _RLock()
+        self._lock = self._condition = _RLock()  # type: ignore[assignment]
         self._owner = owner
         self._fn: Callable[..., Any] | None = fn
 
     # -- Future's fields, made on first use ----------------------------------------
 
     @property
-    def _condition(self) -> threading.Condition:  # type: ignore[override]
-        cond = self._cond
-        if cond is None:
-            if self._state in _DONE:
-                # Nobody waits on or notifies a Future that was done before anyone
-                # looked (its state never changes again): wait() and as_completed()
-                # only lock it, and the lock the Condition would be built on does that.
-                return self._lock  # type: ignore[return-value]
-            with self._lock:
-                cond = self._cond
-                if cond is None:
-                    cond = self._cond = threading.Condition(self._lock)
-        return cond
-
-    @property
     def _waiters(self) -> list[Any]:  # type: ignore[override]
-        with self._lock:  # reentrant: callers may hold it already
-            if self._waiter_list is None:
-                self._waiter_list = []
-            return self._waiter_list
+        # Every reader (Future's methods, wait(), as_completed()) holds the lock already.
+        waiters = self._waiter_list
+        if waiters is None:
+            waiters = self._waiter_list = []
+        return waiters
 
     @property
     def _done_callbacks(self) -> list[Callable[[Future[Any]], Any]]:
@@ -161,21 +152,55 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         """As ``Future.result``; a finished Future answers without taking a lock."""
         if self._state == FINISHED and self._exception is None:
             return self._result  # set before _state, under the lock
-        return super().result(timeout)
+        try:
+            with self._lock:
+                self._wait_done(timeout)
+                if self._exception is not None:
+                    raise self._exception
+                return self._result
+        finally:
+            self = None  # type: ignore[assignment]  # no cycle through a raised traceback
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """As ``Future.exception``; a finished Future answers without taking a lock."""
         if self._state == FINISHED:
             return self._exception
-        return super().exception(timeout)
+        with self._lock:
+            self._wait_done(timeout)
+            return self._exception
+
+    def _wait_done(self, timeout: float | None) -> None:
+        """Under ``_lock``: wait (once, as Future does) until done; raise unless finished."""
+        if self._state not in _DONE:
+            cond = self._cond
+            if cond is None:
+                cond = self._cond = threading.Condition(self._lock)
+            cond.wait(timeout)
+        if self._state in _CANCELLED:
+            raise CancelledError()
+        if self._state != FINISHED:
+            raise TimeoutError()
+
+    def set_result(self, result: Any) -> None:
+        """As ``Future.set_result``: for Futures made by hand (the pool resolves its own)."""
+        if not self._set_outcome(result, None):
+            raise InvalidStateError(f"{self._state}: {self!r}")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        """As ``Future.set_exception``: for Futures made by hand."""
+        if not self._set_outcome(None, exception):
+            raise InvalidStateError(f"{self._state}: {self!r}")
 
     # -- transitions the scheduler makes ---------------------------------------------
 
-    def _set_outcome(self, result: Any, exception: BaseException | None) -> None:
-        """``set_result()``/``set_exception()`` from RUNNING (or PENDING for a series)."""
+    def _set_outcome(self, result: Any, exception: BaseException | None) -> bool:
+        """``set_result()``/``set_exception()`` from RUNNING (or PENDING for a series).
+
+        False if it was done already (someone called ``Future.cancel(f)`` itself).
+        """
         with self._lock:
-            if self._state in _DONE:  # only if someone called Future.cancel(f) itself
-                return
+            if self._state in _DONE:
+                return False
             self._result = result
             self._exception = exception
             self._state = FINISHED
@@ -188,6 +213,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
                 self._cond.notify_all()
         if self._callback_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
+        return True
 
     def _cancel_unrun(self) -> None:
         """``cancel()`` plus ``set_running_or_notify_cancel()`` for a version that never ran."""
@@ -226,6 +252,20 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         worker sees it and does not run it. O(1).
         """
         return self._owner.cancel_future(self)
+
+    def _cancel_unowned(self) -> bool:
+        """Future.cancel() itself, for a Future its pool no longer holds."""
+        with self._lock:
+            if self._state == RUNNING or self._state == FINISHED:
+                return False
+            if self._state in _CANCELLED:
+                return True
+            self._state = CANCELLED
+            if self._cond is not None:
+                self._cond.notify_all()
+        if self._callback_list:
+            self._invoke_callbacks()  # type: ignore[attr-defined]
+        return True
 
     def _current_token(self) -> CancelToken:
         return self._owner.token_for(self)

@@ -20,11 +20,20 @@ from concurrent.futures import Executor
 from typing import Any
 
 from .. import _impl
-from .._validate import check_capacity, check_choice, check_hashable, check_priority, check_time
+from .._validate import (
+    check_callable,
+    check_capacity,
+    check_choice,
+    check_hashable,
+    check_priority,
+    check_time,
+)
+from ..calendar import Cron, Event, Every, Series
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .book import PoolBook
+from .calendar_series import CalendarRecurrence, PoolCalendar, RecurringHandle
 from .clocks import checked_clock, waiter_for
-from .future import TaskFuture
+from .future import _NO_KWARGS, TaskFuture
 from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence
 from .threads import PoolThreads
 from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
@@ -53,7 +62,9 @@ class ThreadPoolScheduler(Executor):
     Options: ``max_pending`` and ``overflow`` ("reject" or "evict_lowest")
     bound pending versions (``pysched.pool.backpressure``); ``aging`` (seconds of
     waiting worth one priority level) turns on aging (``pysched.pool.aging``);
-    ``lateness_samples`` sizes the lateness reservoir of ``stats()``.
+    ``lateness_samples`` sizes the lateness reservoir of ``stats()``;
+    ``wall_clock`` (POSIX seconds, ``time.time``) is the clock calendar series
+    of ``schedule_recurring`` fire on.
     ``_core_factory`` picks the core class (tests run both implementations).
 
     >>> with ThreadPoolScheduler(2) as pool:
@@ -63,6 +74,7 @@ class ThreadPoolScheduler(Executor):
 
     def __init__(self, max_workers: int | None = None, *,
                  clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time,
                  thread_name_prefix: str = "pysched",
                  max_pending: int | None = None, overflow: str = "reject",
                  aging: float | None = None, lateness_samples: int = 4096,
@@ -90,10 +102,13 @@ class ThreadPoolScheduler(Executor):
                                                               _queue_factory)
         clock = checked_clock(clock)
         epoch = check_time(clock(), "clock()")
+        check_callable(wall_clock, "wall_clock")
+        check_time(wall_clock(), "wall_clock()")
         core = (_core_factory or _impl.Scheduler)(clock=clock)
         self._max_workers = max_workers
         self._clock = clock
         self._core = core
+        self._calendar = PoolCalendar(wall_clock, clock)
 
         def book(wakeups: PoolThreads) -> PoolBook:
             return PoolBook(core, max_workers, epoch, bound, aging, lateness_samples, wakeups)
@@ -185,6 +200,52 @@ class ThreadPoolScheduler(Executor):
         self._pool.add(task_id, first, priority, fut, now)
         return fut
 
+    def schedule_recurring(self, task_id: Hashable, trigger: Cron | Every, priority: int,
+                           fn: Callable[..., Any], args: Iterable[Any] = (),
+                           kwargs: Mapping[str, Any] | None = None, *,
+                           misfire_grace: float | None = 1.0, catch_up: str = "latest",
+                           overlap: str = "skip", on_error: str = "continue",
+                           max_catch_up: int = 100,
+                           timeout: float | None = None) -> RecurringHandle:
+        """Run ``fn`` at each fire time of ``trigger`` (a ``Cron`` or an ``Every``).
+
+        A calendar trigger fires on the wall clock (``wall_clock``), never
+        before its instant; an interval on the pool's clock. ``misfire_grace``,
+        ``catch_up`` ("none", "latest", "all", at most ``max_catch_up``),
+        ``overlap`` ("skip", "coalesce", "queue") and ``on_error`` ("continue",
+        "stop") are ``pysched.calendar.Series``'s; every skipped, coalesced or
+        late fire time is an event for ``add_listener`` and counted in
+        ``stats()["series_events"]``. The same ``task_id`` again replaces the
+        whole series. Returns a handle with ``next_fire_times(n)``, ``pause()``,
+        ``resume()``, ``cancel()`` and the series' ``future``.
+        """
+        check_hashable(task_id, "task_id")
+        priority = check_priority(priority, "priority")
+        if not isinstance(trigger, (Cron, Every)):
+            raise TypeError(f"trigger must be a Cron or an Every, not {type(trigger).__name__}")
+        check_callable(fn, "fn")
+        calendar = self._calendar
+        series = Series(task_id, trigger, calendar.read(), misfire_grace=misfire_grace,
+                        catch_up=catch_up, max_catch_up=max_catch_up, overlap=overlap,
+                        on_error=on_error)
+        fut = self._new_future(task_id, fn, args, kwargs, timeout)
+        record = CalendarRecurrence(series, priority, calendar, fn, fut._args, fut._kwargs)
+        fut._fn = record.run
+        fut._args = ()
+        fut._kwargs = _NO_KWARGS
+        fut._series = record
+        self._pool.add(task_id, record.first_wake(), priority, fut, self._clock())
+        fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
+        return RecurringHandle(task_id, fut, record)
+
+    def add_listener(self, fn: Callable[[Event], object]) -> None:
+        """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
+        self._calendar.hub.add_listener(fn)
+
+    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        """Stop calling ``fn``; KeyError if it was not added."""
+        self._calendar.hub.remove_listener(fn)
+
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> TaskFuture:
         """Run ``fn(*args, **kwargs)`` now, at priority 0; the id is the returned Future.
 
@@ -270,6 +331,7 @@ class ThreadPoolScheduler(Executor):
             }
             result.update(book.counts.as_dict())
             result["lateness"] = book.lateness.summary()
+        result["series_events"] = self._calendar.hub.stats()
         return result
 
     def __repr__(self) -> str:

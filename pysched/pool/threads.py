@@ -48,11 +48,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from .._close_state import CLOSED as STATE_CLOSED
@@ -85,6 +85,10 @@ def _interpreter_exit() -> None:
 
 
 threading._register_atexit(_interpreter_exit)  # type: ignore[attr-defined]
+if hasattr(os, "register_at_fork"):
+    # A forked child has none of its parent's pool threads (and a parent's lock
+    # may be held for good there): its exit must not wait for them.
+    os.register_at_fork(after_in_child=_live.clear)
 
 
 def _exit_refusal(message: str) -> RuntimeError:
@@ -196,7 +200,7 @@ class PoolThreads:
             done = self.book.cancel_future(fut, ended)
         end_futures(ended)
         if done is None:  # no longer ours: ended by someone else, or never added
-            return fut._cancel_reason is not None or Future.cancel(fut)
+            return fut._cancel_reason is not None or fut._cancel_unowned()
         return done
 
     def token_for(self, fut: TaskFuture) -> CancelToken:
@@ -278,7 +282,7 @@ class PoolThreads:
 
     def _work_loop(self) -> None:
         lock = self.lock
-        clock = self.clock
+        read_clock = self.read_clock
         book = self.book
         set_current = _current_run.set
         reset_current = _current_run.reset
@@ -292,17 +296,16 @@ class PoolThreads:
         ended: list[TaskFuture] = []
         try:
             while True:
-                try:
-                    now = clock()
-                    if now.__class__ is not float or now - now != 0.0:
-                        now = self._bad_reading(now, start)
-                except Exception as exc:
-                    now = self._bad_reading(exc, start)
+                now = read_clock(start)
                 # Finish the previous version and start the next in one critical section.
                 with lock:
                     if fut is not None:
                         failure, owns = book.finish(task, fut, True, start, now, failure, ended)
-                    work = self._next_work(now, ended)
+                    # Done callbacks are user code that may take long: claim the next
+                    # version only after them, so it does not wait behind them while
+                    # another worker could run it.
+                    if fut is None or not (owns and fut._callback_list):
+                        work = self._next_work(now, ended)
                 if fut is not None:
                     if owns:
                         if fut._series is None or failure is not None:
@@ -318,12 +321,7 @@ class PoolThreads:
                         return
                 task, fut = work
                 work = None
-                try:
-                    start = clock()
-                    if start.__class__ is not float or start - start != 0.0:
-                        start = self._bad_reading(start, now)
-                except Exception as exc:
-                    start = self._bad_reading(exc, now)
+                start = read_clock(now)
                 if fut._timeout is not None:
                     with lock:
                         book.track_timeout(fut, start)
