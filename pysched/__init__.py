@@ -9,6 +9,7 @@ from ._impl import IMPLEMENTATION, QueueEntry, Scheduler, StableBoundedPriorityQ
 from ._version import __version__
 from .aio import AsyncScheduler
 from .bounded import QueueClosed, ThreadSafeBoundedPriorityQueue
+from .calendar import Cron, Every
 from .threadpool import (
     CancelToken,
     SchedulerFull,
@@ -23,6 +24,8 @@ __all__ = [
     "IMPLEMENTATION",
     "AsyncScheduler",
     "CancelToken",
+    "Cron",
+    "Every",
     "InvalidTransition",
     "QueueClosed",
     "QueueEntry",

@@ -25,9 +25,11 @@ Admission, for a push of ``(priority, value)``:
 
 Re-entrancy: a value, key or tenant is only released (its finaliser may run) once
 the queue is whole again: the QueueEntry a call builds holds them until it returns.
-Lookups, which may run a key's ``__eq__``, happen before any change and are retried
-if that code edited the queue. The pure twin's dicts also hash keys while inserting
-and deleting; the Cython core stores hashes and never calls back then.
+Each call first decides and allocates everything its commit needs (lookups may run
+a key's ``__eq__``, allocations may start a collection whose finalisers call back
+in), and decides again if that code edited the queue (``_stamp`` changed); the
+commit then allocates no tracked object. The pure twin's dicts also hash keys while
+inserting and deleting; the Cython core stores hashes and never calls back then.
 """
 
 from __future__ import annotations
@@ -112,6 +114,29 @@ class _Record:
 _Node = tuple[int, int, _Record]  # best: (priority, seq, r); worst: (~priority, ~seq, r)
 
 
+class _Offer:
+    """What a push decided, and every object its commit needs, allocated beforehand."""
+
+    __slots__ = ("seq", "refused", "full", "cell", "new_cell", "record", "best", "worst",
+                 "dropped")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.refused: str | None = None  # QUOTA or CAPACITY, or None to accept
+        self.full = False  # accepting evicts the worst entry
+        self.cell: _Tenant | None = None
+        self.new_cell = False  # cell is not in _tenants yet
+        self.record: _Record | None = None
+        self.best: _Node | None = None
+        self.worst: _Node | None = None
+        self.dropped: QueueEntry | None = None  # the refused newcomer, or the shell for the evicted
+
+
+def _shell() -> QueueEntry:
+    """A QueueEntry to be filled by _kill: allocated before the commit that fills it."""
+    return QueueEntry.__new__(QueueEntry)
+
+
 class StableBoundedPriorityQueue:
     """Keeps the ``capacity`` best entries pushed to it (single-threaded).
 
@@ -140,7 +165,7 @@ class StableBoundedPriorityQueue:
         self._tenants: dict[Hashable, _Tenant] = {}
         self._live = 0
         self._seq = 0  # the last sequence number handed out
-        self._stamp = 0  # changes with every edit of _by_key or _tenants
+        self._stamp = 0  # changes with every edit of the entries or heaps
         self._accepted = 0
         self._rejected_capacity = 0
         self._rejected_quota = 0
@@ -181,7 +206,12 @@ class StableBoundedPriorityQueue:
         the queue already. O(log n); a refusal is O(1).
         """
         priority = check_priority(priority, "priority")
-        return type(self._offer(priority, value, key, tenant, False)) is not str
+        offer = self._decide(priority, value, key, tenant, False)
+        if offer.refused is not None:
+            self._refuse(offer)
+            return False
+        self._commit(offer)
+        return True
 
     def push_or_evict(self, priority: int, value: Any, *, key: Hashable | None = None,
                       tenant: Hashable | None = None) -> QueueEntry | None:
@@ -192,9 +222,11 @@ class StableBoundedPriorityQueue:
         (reason ``"capacity"`` or ``"quota"``) when it was refused. O(log n).
         """
         priority = check_priority(priority, "priority")
-        dropped = self._offer(priority, value, key, tenant, True)
-        assert not isinstance(dropped, str)
-        return dropped
+        offer = self._decide(priority, value, key, tenant, True)
+        if offer.refused is not None:
+            self._refuse(offer)
+            return offer.dropped
+        return self._commit(offer)
 
     def pop(self) -> Any:
         """Remove and return the best value; IndexError when empty. O(log n) amortised."""
@@ -202,10 +234,15 @@ class StableBoundedPriorityQueue:
 
     def pop_entry(self) -> QueueEntry:
         """Remove the best entry and return it whole (reason ``"popped"``). O(log n) amortised."""
-        if not self._live:
-            raise IndexError("pop from an empty queue")
+        while True:
+            if not self._live:
+                raise IndexError("pop from an empty queue")
+            stamp = self._stamp
+            dropped = _shell()
+            if stamp == self._stamp:  # else a finaliser edited the queue: look again
+                break
         record = heappop(self._best)[2]
-        dropped = self._kill(record, POPPED)
+        self._kill(record, POPPED, dropped)
         self._popped += 1
         self._settle()
         return dropped
@@ -233,10 +270,15 @@ class StableBoundedPriorityQueue:
         O(1) amortised: its heap nodes turn dead in place.
         """
         check_hashable(key, "key")
-        record = self._by_key.get(key)
-        if record is None:
-            raise missing_key(key)
-        dropped = self._kill(record, REMOVED)
+        while True:
+            stamp = self._stamp
+            dropped = _shell()
+            record = self._by_key.get(key)
+            if record is None:
+                raise missing_key(key)
+            if stamp == self._stamp:  # else a finaliser or __eq__ edited the queue: look again
+                break
+        self._kill(record, REMOVED, dropped)
         self._removed += 1
         self._settle()
         return dropped._value
@@ -250,17 +292,24 @@ class StableBoundedPriorityQueue:
         """
         priority = check_priority(priority, "priority")
         check_hashable(key, "key")
-        old = self._by_key.get(key)
-        if old is None:
-            raise missing_key(key)
-        self._seq += 1
-        record = _Record(priority, self._seq, old.value, old.key, old.tenant)
+        while True:
+            stamp = self._stamp
+            old = self._by_key.get(key)
+            if old is None:
+                raise missing_key(key)
+            seq = self._seq + 1
+            record = _Record(priority, seq, old.value, old.key, old.tenant)
+            best: _Node = (priority, seq, record)
+            worst: _Node = (~priority, ~seq, record)
+            if stamp == self._stamp:  # else a finaliser or __eq__ edited the queue: look again
+                break
+        self._seq = seq
         old.alive = False
         old.value = old.key = old.tenant = None  # moved, not released
         self._by_key[record.key] = record
         self._stamp += 1
-        heappush(self._best, (priority, record.seq, record))
-        heappush(self._worst, (~priority, ~record.seq, record))
+        heappush(self._best, best)
+        heappush(self._worst, worst)
         self._reprioritized += 1
         self._settle()
 
@@ -335,88 +384,111 @@ class StableBoundedPriorityQueue:
 
     # -- internals ---------------------------------------------------------
 
-    def _offer(self, priority: int, value: Any, key: Hashable | None, tenant: Hashable | None,
-               report: bool) -> QueueEntry | str | None:
-        """Admit or refuse one entry (``priority`` already checked).
+    def _decide(self, priority: int, value: Any, key: Hashable | None,
+                tenant: Hashable | None, report: bool) -> _Offer:
+        """Admit or refuse one entry (``priority`` already checked); change nothing.
 
-        Returns None (accepted, nothing dropped), the evicted QueueEntry, or for
-        a refusal the QueueEntry of the newcomer when ``report`` is true and the
-        reason string when it is not (push() needs no object).
+        The offer carries the decision and whatever the commit needs: for a
+        refusal the newcomer's QueueEntry when ``report`` is true (push() needs
+        no object); for an admission the record, its two heap nodes, a new
+        tenant's cell and, when full, the shell that receives the evicted entry.
         """
         if key is not None:
             check_hashable(key, "key")
         if tenant is not None:
             check_hashable(tenant, "tenant")
+        offer = _Offer()
         while True:
-            # __eq__ of a key or tenant may run Python code that edits this
-            # queue: then look again, so the commit below acts on whole, current state.
+            # __eq__ of a key or tenant, and any allocation (through the
+            # collector's finalisers), may run Python code that edits this
+            # queue: then decide again, so the commit acts on whole, current state.
             stamp = self._stamp
             if key is not None and key in self._by_key:
                 raise duplicate_key(key)
             cell = self._tenants.get(tenant) if tenant is not None else None
-            seq = self._seq + 1
-            refused = None
-            full = self._live == self._capacity
+            offer.seq = seq = self._seq + 1
+            offer.full = self._live == self._capacity
             load = cell.count if cell is not None else 0
             if tenant is not None and self._tenant_limit is not None and load >= self._tenant_limit:
-                refused = QUOTA
+                offer.refused = QUOTA
             # Full: the newcomer's seq is the newest, so only a strictly lower
             # priority number beats the worst (the root of _worst is live).
-            elif full and (not self._capacity or priority >= ~self._worst[0][0]):
-                refused = CAPACITY
-            if stamp == self._stamp:
-                break
-        if refused is not None:
-            self._seq = seq
-            if refused is QUOTA:
-                self._rejected_quota += 1
+            elif offer.full and (not self._capacity or priority >= ~self._worst[0][0]):
+                offer.refused = CAPACITY
             else:
-                self._rejected_capacity += 1
-            return QueueEntry(priority, seq, value, key, tenant, refused) if report else refused
-        self._seq = seq
-        if cell is None and tenant is not None:
-            cell = self._tenants[tenant] = _Tenant(tenant)
+                offer.refused = None
+            if offer.refused is not None:
+                offer.dropped = (QueueEntry(priority, seq, value, key, tenant, offer.refused)
+                                 if report else None)
+            else:
+                offer.new_cell = cell is None and tenant is not None
+                offer.cell = _Tenant(tenant) if offer.new_cell else cell
+                offer.record = record = _Record(priority, seq, value, key, offer.cell)
+                offer.best = (priority, seq, record)
+                offer.worst = (~priority, ~seq, record)
+                offer.dropped = _shell() if offer.full else None
+            if stamp == self._stamp:
+                return offer
+
+    def _refuse(self, offer: _Offer) -> None:
+        """Count a refusal: it only uses up its sequence number."""
+        self._seq = offer.seq
+        if offer.refused is QUOTA:
+            self._rejected_quota += 1
+        else:
+            self._rejected_capacity += 1
+
+    def _commit(self, offer: _Offer) -> QueueEntry | None:
+        """Add the decided entry, evicting the worst when full; return the evicted entry."""
+        record, cell = offer.record, offer.cell
+        assert record is not None and offer.best is not None and offer.worst is not None
+        self._seq = offer.seq
         if cell is not None:
+            if offer.new_cell:
+                self._tenants[cell.name] = cell
             cell.count += 1
-        record = _Record(priority, seq, value, key, cell)
-        if key is not None:
-            self._by_key[key] = record
+        if record.key is not None:
+            self._by_key[record.key] = record
         self._stamp += 1
-        evicted = None
-        if full:
+        if offer.full:
+            assert offer.dropped is not None
+            self._kill(self._worst[0][2], EVICTED, offer.dropped)
             # The new node takes the root of _worst in one sift instead of a pop and a push.
-            evicted = self._kill(self._worst[0][2], EVICTED)
-            heapreplace(self._worst, (~priority, ~seq, record))
+            heapreplace(self._worst, offer.worst)
             self._evicted += 1
         else:
-            heappush(self._worst, (~priority, ~seq, record))
-        heappush(self._best, (priority, seq, record))
+            heappush(self._worst, offer.worst)
+        heappush(self._best, offer.best)
         self._live += 1
         self._accepted += 1
         self._settle()
-        return evicted
+        return offer.dropped
 
-    def _kill(self, record: _Record, reason: str) -> QueueEntry:
-        """Take a live record out of the queue and return its entry, which holds its objects.
+    def _kill(self, record: _Record, reason: str, out: QueueEntry) -> None:
+        """Take a live record out of the queue into ``out``, which then holds its objects.
 
         Its heap nodes stay where they are, dead; the caller drops the node it
-        took off a root and then calls _settle.
+        took off a root and then calls _settle. ``out`` was allocated before
+        the commit, so no collection starts here.
         """
         cell = record.tenant
-        dropped = QueueEntry(record.priority, record.seq, record.value, record.key,
-                             None if cell is None else cell.name, reason)
+        out._priority = record.priority
+        out._seq = record.seq
+        out._value = record.value
+        out._key = record.key
+        out._tenant = None if cell is None else cell.name
+        out._reason = reason
         record.alive = False
-        # dropped holds them until the caller returns
+        # out holds them until the caller returns
         record.value = record.key = record.tenant = None
         self._live -= 1
         self._stamp += 1
-        if dropped._key is not None:
-            del self._by_key[dropped._key]
+        if out._key is not None:
+            del self._by_key[out._key]
         if cell is not None:
             cell.count -= 1
             if not cell.count:
                 del self._tenants[cell.name]
-        return dropped
 
     def _settle(self) -> None:
         """Drop dead roots, and compact when a heap holds more dead nodes than live ones."""
@@ -436,10 +508,15 @@ class StableBoundedPriorityQueue:
 
         O(n), amortised O(1) over the calls that made the dead nodes.
         """
-        best = [node for node in self._best if node[2].alive]
-        worst = [node for node in self._worst if node[2].alive]
+        while True:
+            stamp = self._stamp
+            best = [node for node in self._best if node[2].alive]
+            worst = [node for node in self._worst if node[2].alive]
+            if stamp == self._stamp:  # else a finaliser edited the heaps: filter again
+                break
         self._dead_cleaned += len(self._best) + len(self._worst) - len(best) - len(worst)
         heapify(best)
         heapify(worst)
         self._best, self._worst = best, worst
+        self._stamp += 1
         self._compactions += 1

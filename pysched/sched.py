@@ -105,7 +105,6 @@ class scheduler:  # noqa: N801 - the standard library's name
         self._events: dict[int, Event] = {}
         self._core: Any = self._core_factory()  # None once in exact mode
         self._heap: list[Event] = []  # exact mode only; may hold stale events
-        self._float_times = 0  # queued events with a float time, in core mode
         self._sleepers = 0  # threads waiting in run() on _wakeup
         self._deadline = 0.0  # while _sleepers: the latest core time one of them waits for
 
@@ -202,7 +201,6 @@ class scheduler:  # noqa: N801 - the standard library's name
             if run_at is not None and priority is not None:
                 core.schedule(event.sequence, run_at, priority, _unused)
                 self._events[event.sequence] = event
-                self._float_times += type(event.time) is float
                 return
             self._leave_core()
         heappush(self._heap, event)  # may raise TypeError for incomparable times, as sched does
@@ -224,7 +222,6 @@ class scheduler:  # noqa: N801 - the standard library's name
         del self._events[event.sequence]
         if self._core is not None:
             self._core.cancel(event.sequence)
-            self._float_times -= type(event.time) is float
             return
         heap = self._heap
         # Keep the exact heap within max(2 * queued, floor) entries: O(n) rebuilds
@@ -244,14 +241,11 @@ class scheduler:  # noqa: N801 - the standard library's name
             else:
                 head = core.next(core_now)
                 if type(head) is float:
-                    # sched returns time - now, an int for int times and clock.
-                    if type(now) is int and not self._float_times and head < _EXACT_INT:
-                        return None, int(head)
-                    return None, head
+                    # sched returns the head's time - now, computed as sched
+                    # computes it: an int for an int time and clock.
+                    return None, self._events[core.peek()[1]].time - now
                 core.complete(head)
-                event = self._events.pop(head.task_id)
-                self._float_times -= type(event.time) is float
-                return event, None
+                return self._events.pop(head.task_id), None
         heap = self._heap
         events = self._events
         while events.get(heap[0].sequence) is not heap[0]:  # stale: cancelled
@@ -269,7 +263,6 @@ class scheduler:  # noqa: N801 - the standard library's name
         heapify(heap)
         self._heap = heap
         self._core = None
-        self._float_times = 0
 
     def _wakes_sleeper(self, event: Event) -> bool:
         """Whether a change to ``event`` may concern a thread waiting in run()."""

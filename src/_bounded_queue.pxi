@@ -18,19 +18,27 @@ from libc.stdint cimport int8_t
 from pysched._validate import duplicate_key, missing_key
 
 cdef enum:
+    _ACCEPTED = 0
+    _BY_QUOTA = 1
+    _BY_CAPACITY = 2
+
+cdef enum:
     _BQ_ARITY = 4            # as the scheduler's heap: half the depth of a binary one
     _MAX_RECORDS = 0x7FFFFFFF  # record numbers fit in int32_t
 
+# The constants and reason strings come from the twin, which is the spec: one source.
+import pysched._bounded_queue_py as _queue_spec
+
 # Below this many dead nodes in a heap they are left for the roots to drop.
-COMPACT_FLOOR = 64
+COMPACT_FLOOR = _queue_spec.COMPACT_FLOOR
 cdef Py_ssize_t _COMPACT_FLOOR = COMPACT_FLOOR
 
 # Why an entry left the queue (QueueEntry.reason).
-cdef str _EVICTED = "evicted"    # an old worst entry made room for a better newcomer
-cdef str _CAPACITY = "capacity"  # the newcomer was refused: full of entries at least as good
-cdef str _QUOTA = "quota"        # the newcomer was refused: its tenant held tenant_limit entries
-cdef str _POPPED = "popped"
-cdef str _REMOVED = "removed"
+cdef str _EVICTED = _queue_spec.EVICTED    # an old worst entry made room for a better newcomer
+cdef str _CAPACITY = _queue_spec.CAPACITY  # refused: full of entries at least as good
+cdef str _QUOTA = _queue_spec.QUOTA        # refused: its tenant held tenant_limit entries
+cdef str _POPPED = _queue_spec.POPPED
+cdef str _REMOVED = _queue_spec.REMOVED
 
 
 ctypedef struct Record:
@@ -40,6 +48,16 @@ ctypedef struct Record:
     int32_t tenant_slot  # its tenant's slot in _tenants while alive, else -1
     int8_t alive         # in the queue; then it has exactly one node in each heap
     int8_t nodes         # heap nodes naming it: 2 while alive, 0 exactly while free
+
+
+ctypedef struct Offer:
+    # What a push decided (StableBoundedPriorityQueue._decide), for its commit.
+    uint64_t seq
+    Py_hash_t key_hash
+    Py_hash_t tenant_hash
+    Py_ssize_t tenant_slot  # the tenant's slot, or -1 if it has none yet (or no tenant)
+    bint full               # accepting evicts the worst entry
+    int refused             # _ACCEPTED, or why not: _BY_QUOTA or _BY_CAPACITY
 
 
 ctypedef struct Node:
@@ -120,21 +138,6 @@ cdef inline void _bq_set(Node* node, int64_t priority, uint64_t seq, int32_t rec
     node.priority = priority
     node.seq = seq
     node.rec = rec
-
-
-cdef int _bq_cover(void** array, Py_ssize_t* capacity, Py_ssize_t index, size_t item) except -1:
-    """Grow ``array`` (``capacity`` items of ``item`` bytes) so that ``index`` fits."""
-    cdef Py_ssize_t n
-    cdef void* grown
-    if index < capacity[0]:
-        return 0
-    n = max(16, capacity[0] * 2, index + 1)
-    grown = PyMem_Realloc(array[0], n * item)
-    if grown == NULL:
-        raise MemoryError()
-    array[0] = grown
-    capacity[0] = n
-    return 0
 
 
 @cython.final
@@ -260,8 +263,14 @@ cdef class StableBoundedPriorityQueue:
         accepted entry may evict the worst. ``key`` (not None) must not be in
         the queue already. O(log n); a refusal is O(1).
         """
-        cdef int64_t prio = _as_priority(priority, "priority")
-        return not isinstance(self._offer(prio, value, key, tenant, False), str)
+        cdef int64_t prio = _check_priority(priority, "priority")
+        cdef Offer offer
+        dropped = self._decide(&offer, prio, value, key, tenant, False)
+        if offer.refused:
+            self._refuse(&offer)
+            return False
+        self._commit(&offer, prio, value, key, tenant, dropped)
+        return True
 
     def push_or_evict(self, priority, value, *, key=None, tenant=None):
         """push_or_evict(priority, value, *, key=None, tenant=None) -> QueueEntry | None
@@ -272,8 +281,13 @@ cdef class StableBoundedPriorityQueue:
         entry (reason ``"evicted"``) when it made room; the newcomer itself
         (reason ``"capacity"`` or ``"quota"``) when it was refused. O(log n).
         """
-        cdef int64_t prio = _as_priority(priority, "priority")
-        return self._offer(prio, value, key, tenant, True)
+        cdef int64_t prio = _check_priority(priority, "priority")
+        cdef Offer offer
+        dropped = self._decide(&offer, prio, value, key, tenant, True)
+        if offer.refused:
+            self._refuse(&offer)
+            return dropped
+        return self._commit(&offer, prio, value, key, tenant, dropped)
 
     def pop(self):
         """pop() -> value
@@ -332,7 +346,7 @@ cdef class StableBoundedPriorityQueue:
 
         O(1) amortised: its heap nodes turn dead in place.
         """
-        cdef Py_hash_t h = _as_hash(key, "key")
+        cdef Py_hash_t h = _check_hashable(key, "key")
         cdef QueueEntry out = QueueEntry.__new__(QueueEntry)
         # find() is the last thing here that may run Python code.
         cdef Py_ssize_t ks = self._keys.find(key, h) if self._keys is not None else -1
@@ -352,8 +366,8 @@ cdef class StableBoundedPriorityQueue:
         takes its place, behind existing entries of equal priority. The length
         does not change, so nothing is evicted or refused. O(log n).
         """
-        cdef int64_t prio = _as_priority(priority, "priority")
-        cdef Py_hash_t h = _as_hash(key, "key")
+        cdef int64_t prio = _check_priority(priority, "priority")
+        cdef Py_hash_t h = _check_hashable(key, "key")
         cdef Py_ssize_t ks
         cdef uint64_t stamp
         cdef int32_t old, r
@@ -483,65 +497,72 @@ cdef class StableBoundedPriorityQueue:
 
     # -- internals ---------------------------------------------------------
 
-    cdef object _offer(self, int64_t priority, object value, object key, object tenant,
-                       bint report):
-        """Admit or refuse one entry (``priority`` already checked).
+    cdef QueueEntry _decide(self, Offer* offer, int64_t priority, object value, object key,
+                            object tenant, bint report):
+        """Admit or refuse one entry (``priority`` already checked); change nothing.
 
-        Returns None (accepted, nothing dropped), the evicted QueueEntry, or for
-        a refusal the QueueEntry of the newcomer when ``report`` is true and the
-        reason string when it is not (push() needs no object).
+        Fills ``offer`` with the decision and returns the QueueEntry the commit
+        needs: for a refusal the newcomer's when ``report`` is true (push()
+        needs no object); for an admission when full, the shell that receives
+        the evicted entry; else None. Room in every array and table is made here.
         """
-        cdef Py_hash_t kh = 0, th = 0
-        cdef Py_ssize_t ks = -1, ts = -1, load
-        cdef uint64_t stamp, seq
-        cdef bint full
-        cdef str refused
-        cdef QueueEntry dropped = None
-        cdef int32_t r, victim
-        if key is not None:
-            kh = _as_hash(key, "key")
-        if tenant is not None:
-            th = _as_hash(tenant, "tenant")
+        cdef Py_ssize_t load
+        cdef uint64_t stamp
+        cdef QueueEntry dropped
+        offer.key_hash = _check_hashable(key, "key") if key is not None else 0
+        offer.tenant_hash = _check_hashable(tenant, "tenant") if tenant is not None else 0
         while True:
-            # __eq__ of a key or tenant, and any allocation (through the GC's
-            # finalisers), may run Python code that edits this queue: then look
-            # again, so the commit below acts on whole, current state.
+            # __eq__ of a key or tenant, and any allocation (through the
+            # collector's finalisers), may run Python code that edits this
+            # queue: then decide again, so the commit acts on whole, current state.
             stamp = self._stamp
-            if key is not None and self._keys is not None and self._keys.find(key, kh) >= 0:
+            dropped = None
+            if key is not None and self._keys is not None and self._keys.find(key, offer.key_hash) >= 0:
                 raise duplicate_key(key)
-            ts = self._tenants.find(tenant, th) if tenant is not None and self._tenants is not None else -1
-            seq = self._seq + 1
-            refused = None
-            full = self._live == self._capacity
-            load = self._tenant_count[ts] if ts >= 0 else 0
+            offer.tenant_slot = (self._tenants.find(tenant, offer.tenant_hash)
+                                 if tenant is not None and self._tenants is not None else -1)
+            offer.seq = self._seq + 1
+            offer.full = self._live == self._capacity
+            load = self._tenant_count[offer.tenant_slot] if offer.tenant_slot >= 0 else 0
             if tenant is not None and self._quota >= 0 and load >= self._quota:
-                refused = _QUOTA
+                offer.refused = _BY_QUOTA
             # Full: the newcomer's seq is the newest, so only a strictly lower
             # priority number beats the worst (the root of _worst is live).
-            elif full and (not self._capacity or priority >= ~self._worst[0].priority):
-                refused = _CAPACITY
-            if refused is not None:
+            elif offer.full and (not self._capacity or priority >= ~self._worst[0].priority):
+                offer.refused = _BY_CAPACITY
+            else:
+                offer.refused = _ACCEPTED
+            if offer.refused:
                 if report:
-                    dropped = _bq_entry(priority, seq, value, key, tenant, refused)
+                    dropped = _bq_entry(priority, offer.seq, value, key, tenant,
+                                        _QUOTA if offer.refused == _BY_QUOTA else _CAPACITY)
             else:
-                if full:
+                if offer.full:
                     dropped = QueueEntry.__new__(QueueEntry)
-                self._reserve(key is not None, tenant is not None and ts < 0)
+                self._reserve(key is not None, tenant is not None and offer.tenant_slot < 0)
             if stamp == self._stamp:
-                break
-        if refused is not None:
-            self._seq = seq
-            if refused is _QUOTA:
-                self._rejected_quota += 1
-            else:
-                self._rejected_capacity += 1
-            return dropped if report else refused
+                return dropped
+
+    cdef void _refuse(self, Offer* offer) noexcept:
+        """Count a refusal: it only uses up its sequence number."""
+        self._seq = offer.seq
+        if offer.refused == _BY_QUOTA:
+            self._rejected_quota += 1
+        else:
+            self._rejected_capacity += 1
+
+    cdef object _commit(self, Offer* offer, int64_t priority, object value, object key,
+                        object tenant, QueueEntry dropped):
+        """Add the decided entry, evicting the worst into ``dropped`` when full; return that."""
+        cdef Py_ssize_t ks = -1, ts = offer.tenant_slot
+        cdef uint64_t seq = offer.seq
+        cdef int32_t r, victim
         # The tables may fail to grow: add to them before anything else changes.
         if key is not None:
-            ks = self._keys.add(key, kh)
+            ks = self._keys.add(key, offer.key_hash)
         if tenant is not None and ts < 0:
             try:
-                ts = self._tenants.add(tenant, th)
+                ts = self._tenants.add(tenant, offer.tenant_hash)
                 self._tenant_count[ts] = 0
             except BaseException:
                 if ks >= 0:
@@ -556,7 +577,7 @@ cdef class StableBoundedPriorityQueue:
             self._key_rec[ks] = r
         if ts >= 0:
             self._tenant_count[ts] += 1
-        if full:
+        if offer.full:
             victim = self._worst[0].rec
             self._kill(victim, dropped, _EVICTED)
             # The new node takes the root of _worst in one sift instead of a pop and a push.
@@ -696,46 +717,33 @@ cdef class StableBoundedPriorityQueue:
 
         Called before anything changes, so a MemoryError leaves the queue as it was.
         """
-        cdef Py_ssize_t n
-        cdef Record* recs
-        cdef int32_t* free
+        cdef Py_ssize_t n, slot
         if not self._n_free and self._n_recs == self._recs_capacity:
             if self._n_recs >= _MAX_RECORDS:
                 raise MemoryError("too many entries for one queue")
-            n = min(max(16, self._recs_capacity * 2), <Py_ssize_t>_MAX_RECORDS)
-            recs = <Record*>PyMem_Realloc(self._recs, n * sizeof(Record))
-            if recs == NULL:
-                raise MemoryError()
-            self._recs = recs
-            free = <int32_t*>PyMem_Realloc(self._free, n * sizeof(int32_t))
-            if free == NULL:
-                raise MemoryError()
-            self._free = free
+            n = min(_grown(self._recs_capacity, 0), <Py_ssize_t>_MAX_RECORDS)
+            _grow(<void**>&self._recs, n, sizeof(Record))
+            _grow(<void**>&self._free, n, sizeof(int32_t))
             self._values.extend([None] * (n - len(self._values)))
             self._recs_capacity = n  # only once every array is this long
         if self._best_len == self._heap_capacity or self._worst_len == self._heap_capacity:
-            n = max(16, self._heap_capacity * 2)
-            self._grow_heaps(n)
+            n = _grown(self._heap_capacity, 0)
+            _grow(<void**>&self._best, n, sizeof(Node))
+            _grow(<void**>&self._worst, n, sizeof(Node))
+            self._heap_capacity = n
         if keyed:
             if self._keys is None:
                 self._keys = IdTable()
-            _bq_cover(<void**>&self._key_rec, &self._key_rec_capacity,
-                      self._keys.slot_limit(), sizeof(int32_t))
+            slot = self._keys.slot_limit()
+            if slot >= self._key_rec_capacity:
+                _grow(<void**>&self._key_rec, _grown(self._key_rec_capacity, slot + 1), sizeof(int32_t))
+                self._key_rec_capacity = _grown(self._key_rec_capacity, slot + 1)
         if new_tenant:
             if self._tenants is None:
                 self._tenants = IdTable()
-            _bq_cover(<void**>&self._tenant_count, &self._tenant_count_capacity,
-                      self._tenants.slot_limit(), sizeof(Py_ssize_t))
-        return 0
-
-    cdef int _grow_heaps(self, Py_ssize_t n) except -1:
-        cdef Node* grown = <Node*>PyMem_Realloc(self._best, n * sizeof(Node))
-        if grown == NULL:
-            raise MemoryError()
-        self._best = grown
-        grown = <Node*>PyMem_Realloc(self._worst, n * sizeof(Node))
-        if grown == NULL:
-            raise MemoryError()
-        self._worst = grown
-        self._heap_capacity = n
+            slot = self._tenants.slot_limit()
+            if slot >= self._tenant_count_capacity:
+                _grow(<void**>&self._tenant_count, _grown(self._tenant_count_capacity, slot + 1),
+                      sizeof(Py_ssize_t))
+                self._tenant_count_capacity = _grown(self._tenant_count_capacity, slot + 1)
         return 0

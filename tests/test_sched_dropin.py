@@ -51,7 +51,7 @@ class Harness:
     def delay(self, seconds):
         if len(self.log) > 2_000:  # a run() that never ends, in both schedulers alike:
             raise Runaway  # e.g. delay 0.0 when time - now rounds to 0 (2**53 + 1 - 2.0**53)
-        self.log.append(("delay", seconds))
+        self.log.append(("delay", type(seconds), seconds))
         self.now += seconds
 
     def ran(self, label):
@@ -91,7 +91,8 @@ class Harness:
                 self.now += args[0]
                 return None
             if name == "run":
-                return s.run(blocking=args[0])
+                delay = s.run(blocking=args[0])
+                return type(delay), delay  # 5 and 5.0 are equal, and not the same answer
         except (Boom, Runaway, ValueError) as exc:
             return type(exc).__name__
         raise AssertionError(op)
@@ -230,6 +231,16 @@ def test_run_returns_an_int_delay_for_int_times_and_clock_as_sched_does(sched_cl
     s.enterabs(9.5, 0, None)
     delay = s.run(blocking=False)
     assert type(delay) is float and delay == 6.5
+
+
+def test_an_int_head_beside_float_events_gives_an_int_delay_as_sched_does(sched_cls):
+    delays = {}
+    for cls in (std_sched.scheduler, sched_cls):
+        s = cls(timefunc=lambda: 0, delayfunc=lambda d: None)
+        s.enterabs(7.5, 0, None)
+        s.enterabs(5, 1, None)
+        delays[cls] = s.run(blocking=False)
+    assert [(type(d), d) for d in delays.values()] == [(int, 5), (int, 5)]
 
 
 def test_the_exact_heap_stays_bounded_under_cancels(sched_cls):

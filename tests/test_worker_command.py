@@ -27,6 +27,7 @@ import pytest
 from durable_helpers import drop_postgres_table, postgres_url, unique_table, wait_for
 
 from pysched import durable
+from pysched.cli import main
 
 if sys.platform == "win32":  # pragma: no cover
     pytest.skip("the worker tests send POSIX signals", allow_module_level=True)
@@ -39,6 +40,7 @@ import time
 
 import pysched
 from pysched import durable
+from pysched.cli import main
 
 def _log(path, kind):
     run = durable.current_task()
@@ -323,7 +325,10 @@ def test_status_prints_counts_and_the_oldest_rows(place: dict[str, Any]) -> None
         [("p0", "node-x")]
     assert status["oldest_running"][0]["lease_expires"] > status["now"]
 
-    text = Worker(folder, "status", "--store", place["target"], "--table", place["table"])
+    target = place["target"]
+    if not target.startswith("postgresql://"):
+        target = "sqlite:///" + target  # the URL form reads the same file
+    text = Worker(folder, "status", "--store", target, "--table", place["table"])
     assert text.wait() == 0, text.stderr()
     assert re.search(r"pending +3\n", text.out) and re.search(r"total +4\n", text.out)
     assert "1970-01-01 00:16:41 UTC" in text.out  # p1's run_at
@@ -341,13 +346,19 @@ def test_status_prints_counts_and_the_oldest_rows(place: dict[str, Any]) -> None
     (["worker", "--store", "x.db", "--import", "m", "--table", "no-such"], "--table"),
     (["status", "--store", "x.db", "--table", "Bad Name"], "--table"),
     (["status", "--store", "x.db", "--limit", "-1"], "--limit"),
+    (["status", "--store", "localhost:5432"], "--store"),
+    (["worker", "--store", "localhost:5432", "--import", "json"], "--store"),
     (["launch"], "invalid choice"),
 ])
-def test_bad_arguments_exit_2_with_the_reason(tmp_path: Path, args: list[str],
-                                              complaint: str) -> None:
-    run = Worker(tmp_path, *args)
-    assert run.wait() == 2
-    assert complaint in run.stderr() and "usage: pysched" in run.stderr()
+def test_bad_arguments_exit_2_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str],
+                                              args: list[str], complaint: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert complaint in err and "usage: pysched" in err
     assert not (tmp_path / "x.db").exists()  # nothing was opened
 
 

@@ -20,6 +20,9 @@ from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from ..durable.stores import _POSTGRES as POSTGRES_SCHEMES
+from ..durable.stores import _SCHEME as URL_SCHEME
+from ..durable.stores import _SQLITE as SQLITE_SCHEME
 from ._common import (
     ExitCode,
     UsageError,
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     where = public_target(args.store)
     try:
         status = read_status(args.store, table, args.limit)
+    except UsageError:
+        raise
     except LookupError as exc:
         return fail("status", f"{where}: {exc.args[0]}")
     except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
@@ -182,8 +187,14 @@ class _SQLiteReader:
 
 
 def _connect(target: str) -> _Reader:
-    if target.startswith(("postgresql://", "postgres://")):
+    """A reader of the database ``target`` names, read as ``open_store`` reads it."""
+    if target.startswith(POSTGRES_SCHEMES):
         return _PostgresReader(target)
+    if target.startswith(SQLITE_SCHEME):
+        return _SQLiteReader(target[len(SQLITE_SCHEME):])
+    if URL_SCHEME.match(target) is not None:
+        raise UsageError(f"argument --store: {target!r} is neither a path nor a postgresql://"
+                         " or sqlite:/// URL")
     return _SQLiteReader(target)
 
 

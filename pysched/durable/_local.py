@@ -29,8 +29,8 @@ class RunningTask:
     stopping is up to the running code.
     """
 
-    __slots__ = ("_scheduler", "attempt", "cancel_requested", "run_at", "task_id", "token",
-                 "version")
+    __slots__ = ("_scheduler", "attempt", "cancel_requested", "run_at", "superseded",
+                 "task_id", "token", "version")
 
     def __init__(self, scheduler: Any, claim: Claim) -> None:
         self._scheduler = scheduler
@@ -40,6 +40,9 @@ class RunningTask:
         self.run_at = claim.run_at  # wall-clock instant it was due
         self.token = claim.token
         self.cancel_requested = False
+        # A newer version reached this process after the claim: if it has not
+        # started yet, it never starts.
+        self.superseded = False
 
     def __repr__(self) -> str:
         return f"<RunningTask {self.task_id!r} v{self.version} attempt {self.attempt}>"

@@ -42,11 +42,17 @@ def index_statements(t: str) -> list[str]:
 
 
 class ThreadConnections(Generic[C]):
-    """One connection per thread from ``connect``; ``close_all`` closes every one."""
+    """One connection per thread from ``connect``; ``close_all`` closes every one.
 
-    def __init__(self, connect: Callable[[], C], close: Callable[[C], None]) -> None:
+    A connection that ``alive`` says is dead (the server restarted, or ended the
+    session) is closed and replaced by a new one on the thread's next ``get``.
+    """
+
+    def __init__(self, connect: Callable[[], C], close: Callable[[C], None],
+                 alive: Callable[[C], bool] = lambda conn: True) -> None:
         self._connect = connect
         self._close = close
+        self._alive = alive
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[C] = []
@@ -54,6 +60,14 @@ class ThreadConnections(Generic[C]):
 
     def get(self) -> C:
         conn: C | None = getattr(self._local, "conn", None)
+        if conn is not None and not self._alive(conn):
+            self._local.conn = None
+            with self._lock:
+                if conn in self._all:
+                    self._all.remove(conn)
+            with contextlib.suppress(Exception):
+                self._close(conn)
+            conn = None
         if conn is None:
             with self._lock:
                 if self._closed:

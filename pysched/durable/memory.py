@@ -23,7 +23,11 @@ from typing import Any
 
 from .store import (
     CANCELLED,
+    DEFAULT_QUEUE,
     ERROR,
+    FAILED,
+    FINAL_STATES,
+    KNOWN_STATES,
     PENDING,
     ROW_FORMAT,
     RUNNING,
@@ -31,6 +35,7 @@ from .store import (
     NewTask,
     Outcome,
     Row,
+    Serves,
     Store,
     check_key,
 )
@@ -39,10 +44,14 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore(Store):
-    """A Store kept in memory; ``clock`` (wall seconds) is injectable for tests."""
+    """A Store kept in memory; ``clock`` (wall seconds) is injectable for tests, and
+    ``reference_clock=True`` makes it stand for a server's clock shared by all nodes."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time,
+                 reference_clock: bool = False) -> None:
         self._clock = clock
+        # A test can make ``clock`` stand for a database server's clock.
+        self.reference_clock = reference_clock
         self._lock = threading.Lock()
         self._rows: dict[str, dict[str, Any]] = {}
         self._due: list[tuple[float, int, int, str]] = []  # (run_at, -priority, seq, task_id)
@@ -64,7 +73,8 @@ class MemoryStore(Store):
                         "lease_token": None, "lease_expires": None}
                 row.update(version=row["version"] + 1, state=PENDING, run_at=t.run_at,
                            priority=t.priority, ref=t.ref, args=t.args, attempts=0,
-                           error=None, seq=self._seq, fmt=ROW_FORMAT)
+                           error=None, seq=self._seq, fmt=ROW_FORMAT, queue=t.queue,
+                           updated_at=None)
                 self._push(row)
                 versions.append(row["version"])
         return versions
@@ -79,6 +89,7 @@ class MemoryStore(Store):
                 return None
             row["version"] += 1
             row["state"] = CANCELLED
+            row["updated_at"] = self._clock()
             return int(row["version"])
 
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
@@ -89,15 +100,18 @@ class MemoryStore(Store):
             else:
                 found = [self._rows[i] for i in dict.fromkeys(task_ids) if i in self._rows]
             return [Row(r["task_id"], r["version"], r["state"], r["run_at"], r["priority"],
-                        r["state"] == PENDING and _live(r, now)) for r in found]
+                        r["state"] == PENDING and _live(r, now), r["ref"], r["queue"])
+                    for r in found]
 
-    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+    def claim(self, threshold: float, limit: int, owner: str, lease: float,
+              serves: Serves | None = None) -> list[Claim]:
         with self._lock:
             now = self._clock()
             heap = self._due
             due: list[dict[str, Any]] = []
             blocked: list[dict[str, Any]] = []
             seen: set[str] = set()
+            matches = None if serves is None else serves.matcher()
             while heap and len(due) < limit:
                 entry = heap[0]
                 r = self._rows.get(entry[3])
@@ -109,8 +123,11 @@ class MemoryStore(Store):
                 else:
                     heappop(heap)
                     seen.add(entry[3])
-                    (blocked if _live(r, now) else due).append(r)
-            for r in blocked:  # an older version's lease: claimable once released
+                    if matches is not None and not matches(r["ref"], r["queue"]):
+                        blocked.append(r)  # another worker's: left for it
+                    else:
+                        (blocked if _live(r, now) else due).append(r)
+            for r in blocked:  # an older version's lease, or not served: claimable later
                 self._push(r)
             claims = []
             for r in due:
@@ -132,17 +149,23 @@ class MemoryStore(Store):
                     continue
                 recorded = row["version"] == o.version and row["state"] == RUNNING
                 if recorded:
-                    row.update(state=o.state, error=o.error)
+                    row.update(state=o.state, updated_at=self._clock())
+                    if o.state != PENDING or o.retry_at is not None:
+                        row["error"] = o.error
+                    if o.retry_at is not None:
+                        row["run_at"] = o.retry_at
                 row.update(lease_owner=None, lease_token=None, lease_expires=None)
                 if row["state"] == PENDING:
                     self._push(row)  # handed back, or a newer version freed by this release
                 results.append(recorded)
         return results
 
-    def heartbeat(self, owner: str, lease: float) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
         with self._lock:
             expires = self._clock() + lease
-            held = [r for r in self._rows.values() if r["lease_owner"] == owner]
+            wanted = None if tokens is None else set(tokens)
+            held = [r for r in self._rows.values() if r["lease_owner"] == owner
+                    and (wanted is None or r["lease_token"] in wanted)]
             for r in held:
                 r["lease_expires"] = expires
             return len(held)
@@ -152,6 +175,20 @@ class MemoryStore(Store):
             now = self._clock()
             return self._release([r for r in self._rows.values()
                                   if r["lease_expires"] is not None and r["lease_expires"] < now])
+
+    def repair_leases(self, horizon: float) -> list[str]:
+        with self._lock:
+            latest = self._clock() + horizon
+            return self._release([r for r in self._rows.values() if r["state"] == RUNNING and (
+                type(r["lease_expires"]) not in (int, float) or r["lease_expires"] > latest)])
+
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(i, r["state"]) for i, r in self._rows.items()
+                    if r["state"] not in KNOWN_STATES][:limit]
+
+    def now(self) -> float:
+        return self._clock()
 
     def release_owner(self, owner: str) -> list[str]:
         with self._lock:
@@ -166,8 +203,34 @@ class MemoryStore(Store):
             row = self._rows.get(task_id)
             if row is None or row["version"] != version or row["state"] != PENDING:
                 return False
-            row.update(state=ERROR, error=message)
+            row.update(state=ERROR, error=message, updated_at=self._clock())
             return True
+
+    def retry(self, task_id: str) -> int | None:
+        check_key(task_id, "task_id")
+        with self._lock:
+            row = self._rows.get(task_id)
+            if row is None or row["state"] not in (FAILED, ERROR):
+                return None
+            self._seq += 1
+            row.update(version=row["version"] + 1, state=PENDING, run_at=self._clock(),
+                       attempts=0, error=None, seq=self._seq, updated_at=self._clock())
+            self._push(row)
+            return int(row["version"])
+
+    def prune(self, before: float, limit: int) -> int:
+        with self._lock:
+            old = [i for i, r in self._rows.items() if r["state"] in FINAL_STATES
+                   and (r["updated_at"] if r["updated_at"] is not None else r["run_at"]) < before]
+            for task_id in old[:limit]:
+                del self._rows[task_id]
+            return min(len(old), limit)
+
+    def pending_stats(self, before: float) -> tuple[int, float | None]:
+        with self._lock:
+            due = [r["run_at"] for r in self._rows.values()
+                   if r["state"] == PENDING and r["run_at"] < before]
+            return len(due), min(due, default=None)
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         check_key(task_id, "task_id")
@@ -207,7 +270,8 @@ class MemoryStore(Store):
             base = {"version": 1, "state": PENDING, "run_at": 0.0, "priority": 0, "ref": "",
                     "args": '{"args":[],"kwargs":{}}', "attempts": 0, "error": None,
                     "seq": self._seq, "fmt": ROW_FORMAT, "lease_owner": None,
-                    "lease_token": None, "lease_expires": None}
+                    "lease_token": None, "lease_expires": None, "queue": DEFAULT_QUEUE,
+                    "updated_at": None}
             base.update(row)
             self._rows[str(base["task_id"])] = base
             if all(type(base[k]) in (int, float) for k in ("run_at", "priority", "seq")):

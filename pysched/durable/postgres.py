@@ -19,6 +19,7 @@ mode, with explicit transactions for multi-statement writes.
 from __future__ import annotations
 
 import json
+import select
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,20 +29,36 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
 from ._sql import ThreadConnections, check_table, index_statements
-from .store import ROW_FORMAT, Claim, NewTask, Outcome, Row, Store, check_key
+from .store import (
+    KNOWN_STATES,
+    ROW_FORMAT,
+    Changes,
+    Claim,
+    NewTask,
+    Outcome,
+    Row,
+    Serves,
+    Store,
+    check_key,
+    claim_order,
+)
 
 __all__ = ["PostgresStore"]
 
 NOW = "extract(epoch from clock_timestamp())"
 _NOTIFY_MAX = 7000  # bytes; the server refuses payloads of 8000 or more
 _COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
-            "lease_owner, lease_token, lease_expires")
+            "lease_owner, lease_token, lease_expires, queue, updated_at")
+# Columns added after the first release: (name, type and default), added to old tables.
+ADDED_COLUMNS = [("queue", "text NOT NULL DEFAULT 'default'"),
+                 ("updated_at", "double precision")]
 
 
 class PostgresStore(Store):
     """A Store in table ``table`` of the PostgreSQL database at ``url`` (created if absent)."""
 
     notifies = True
+    reference_clock = True
 
     def __init__(self, url: str, *, table: str = "pysched_tasks",
                  connect_timeout: float = 10.0) -> None:
@@ -49,11 +66,13 @@ class PostgresStore(Store):
         self.table = t = check_table(table)
         self._timeout = connect_timeout
         self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(
-            self._connect, psycopg.Connection.close)
+            self._connect, self._disconnect, _usable)
         self._listener: psycopg.Connection[Any] | None = None
+        self.subscriptions = 0  # LISTENs made: each one must be followed by a full re-read
         # Server processes of our own connections: their notifications are
         # of writes this process has already applied, so the listener skips them.
         self._own_pids: set[int] = set()
+        self._pid_of: dict[int, int] = {}  # id(connection) -> its server process id
         db = self._conns.get()
         with db.transaction():
             # Creating the same table from several processes at once races in
@@ -66,6 +85,8 @@ class PostgresStore(Store):
                        " DEFAULT 0, seq bigint NOT NULL, fmt integer NOT NULL DEFAULT 1,"
                        " error text, lease_owner text, lease_token text,"
                        " lease_expires double precision)")
+            for column, ddl in ADDED_COLUMNS:  # tables made by an older pysched
+                db.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {column} {ddl}")
             for statement in index_statements(t):
                 db.execute(statement)
             db.execute(f"CREATE SEQUENCE IF NOT EXISTS {t}_seq")
@@ -74,14 +95,34 @@ class PostgresStore(Store):
 
     def _connect(self) -> psycopg.Connection[Any]:
         db = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._timeout))
+        self._pid_of[id(db)] = db.info.backend_pid
         self._own_pids.add(db.info.backend_pid)
         return db
 
+    def _disconnect(self, db: psycopg.Connection[Any]) -> None:
+        # A server process id is reused after a restart: another client's
+        # notifications must not be skipped as ours.
+        self._own_pids.discard(self._pid_of.pop(id(db), -1))
+        db.close()
+
     def _notify(self, db: psycopg.Connection[Any], task_ids: Iterable[str]) -> None:
-        payload = json.dumps(list(task_ids), separators=(",", ":"))
-        if len(payload.encode()) > _NOTIFY_MAX:
-            payload = "*"
-        db.execute("SELECT pg_notify(%s, %s)", (self.table, payload))
+        """Notify the ids in payloads that fit, never ``*``: a listener treats a full
+        re-read as suspect (any role may send one) and debounces it."""
+        payloads: list[list[str]] = []
+        chunk: list[str] = []
+        size = 2
+        for task_id in task_ids:
+            item = len(json.dumps(task_id).encode()) + 1
+            if chunk and size + item > _NOTIFY_MAX:
+                payloads.append(chunk)
+                chunk, size = [], 2
+            chunk.append(task_id)
+            size += item
+        if chunk:
+            payloads.append(chunk)
+        for ids in payloads:
+            db.execute("SELECT pg_notify(%s, %s)",
+                       (self.table, json.dumps(ids, separators=(",", ":"))))
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
         for task in tasks:
@@ -98,16 +139,18 @@ class PostgresStore(Store):
             for batch in _runs_without_repeats(tasks):
                 cur = db.execute(
                     f"INSERT INTO {t} AS t (task_id, version, state, run_at, priority, ref, args,"
-                    " attempts, seq, fmt) SELECT i, 1, 'pending', r, p, f, a, 0,"
-                    f" nextval('{t}_seq'), %s FROM unnest(%s::text[], %s::float8[],"
-                    " %s::bigint[], %s::text[], %s::text[]) WITH ORDINALITY AS u(i, r, p, f, a, n)"
+                    " attempts, seq, fmt, queue) SELECT i, 1, 'pending', r, p, f, a, 0,"
+                    f" nextval('{t}_seq'), %s, q FROM unnest(%s::text[], %s::float8[],"
+                    " %s::bigint[], %s::text[], %s::text[], %s::text[])"
+                    " WITH ORDINALITY AS u(i, r, p, f, a, q, n)"
                     " ORDER BY n ON CONFLICT (task_id) DO UPDATE SET version = t.version + 1,"
                     " state = 'pending', run_at = excluded.run_at, priority = excluded.priority,"
                     " ref = excluded.ref, args = excluded.args, attempts = 0, error = NULL,"
-                    " seq = excluded.seq, fmt = excluded.fmt RETURNING task_id, version",
+                    " seq = excluded.seq, fmt = excluded.fmt, queue = excluded.queue,"
+                    " updated_at = NULL RETURNING task_id, version",
                     (ROW_FORMAT, [x.task_id for x in batch], [x.run_at for x in batch],
                      [x.priority for x in batch], [x.ref for x in batch],
-                     [x.args for x in batch]))
+                     [x.args for x in batch], [x.queue for x in batch]))
                 got = dict(cur.fetchall())
                 versions += [got[x.task_id] for x in batch]
             self._notify(db, (x.task_id for x in tasks))
@@ -117,8 +160,9 @@ class PostgresStore(Store):
         check_key(task_id, "task_id")
         db = self._conns.get()
         with db.transaction():
-            row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
-                             " WHERE task_id = %s AND (state = 'pending' OR state = 'running'"
+            row = db.execute(f"UPDATE {self.table} SET version = version + 1,"
+                             f" state = 'cancelled', updated_at = {NOW} WHERE task_id = %s"
+                             " AND (state = 'pending' OR state = 'running'"
                              " AND %s::bigint IS NULL) AND version = coalesce(%s, version)"
                              " RETURNING version", (task_id, version, version)).fetchone()
             if row is not None:
@@ -128,7 +172,7 @@ class PostgresStore(Store):
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         db = self._conns.get()
         cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
-                f" lease_expires IS NOT NULL AND lease_expires >= {NOW}")
+                f" lease_expires IS NOT NULL AND lease_expires >= {NOW}, ref, queue")
         if task_ids is None:
             found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'")
         else:
@@ -136,12 +180,17 @@ class PostgresStore(Store):
                                (list(task_ids),))
         return [Row(*r) for r in found.fetchall()]
 
-    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+    def claim(self, threshold: float, limit: int, owner: str, lease: float,
+              serves: Serves | None = None) -> list[Claim]:
         t = self.table
         found = self._conns.get().execute(
             f"WITH due AS (SELECT task_id, version FROM {t}"
             " WHERE state = 'pending' AND run_at <= %(threshold)s"
             f" AND (lease_expires IS NULL OR lease_expires < {NOW})"
+            " AND (%(names)s::text[] IS NULL OR ref = ANY(%(names)s::text[])"
+            "  OR EXISTS (SELECT 1 FROM unnest(%(prefixes)s::text[]) AS p(x)"
+            "   WHERE starts_with(ref, p.x)))"
+            " AND (%(queues)s::text[] IS NULL OR queue = ANY(%(queues)s::text[]))"
             " ORDER BY run_at, priority DESC, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
             f" UPDATE {t} AS t SET state = 'running', attempts = t.attempts + 1,"
             f" lease_owner = %(owner)s, lease_expires = {NOW} + %(lease)s,"
@@ -150,9 +199,12 @@ class PostgresStore(Store):
             " FROM due WHERE t.task_id = due.task_id AND t.version = due.version"
             " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
             " t.ref, t.args, t.attempts, t.lease_token, t.fmt, t.seq",
-            {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease}).fetchall()
-        found.sort(key=lambda r: (r[2], -r[3], r[9]))  # RETURNING gives no order
-        return [Claim(*r[:9]) for r in found]
+            {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease,
+             "names": None if serves is None else list(serves.names),
+             "prefixes": None if serves is None else list(serves.prefixes),
+             "queues": None if serves is None or serves.queues is None
+             else list(serves.queues)}).fetchall()
+        return [Claim(*r[:9]) for r in claim_order(found)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         if not outcomes:
@@ -162,15 +214,22 @@ class PostgresStore(Store):
         with db.transaction():
             # Record where the claim still holds its version; release the
             # lease wherever the token still holds it.
-            recorded = {r[0] for r in db.execute(
-                f"UPDATE {t} AS t SET state = u.s, error = u.e, lease_owner = NULL,"
+            # A hand-back unrun (pending, no retry_at) keeps the error of an earlier try.
+            found = db.execute(
+                f"UPDATE {t} AS t SET state = u.s, error = CASE WHEN u.s = 'pending' AND"
+                " u.r IS NULL THEN t.error ELSE u.e END, run_at = coalesce(u.r, t.run_at),"
+                f" updated_at = {NOW}, lease_owner = NULL,"
                 " lease_token = NULL, lease_expires = NULL FROM unnest(%s::text[], %s::text[],"
-                " %s::bigint[], %s::text[], %s::text[]) AS u(i, k, v, s, e)"
+                " %s::bigint[], %s::text[], %s::text[], %s::float8[]) AS u(i, k, v, s, e, r)"
                 " WHERE t.task_id = u.i AND t.lease_token = u.k AND t.version = u.v"
-                " AND t.state = 'running' RETURNING u.k",
+                " AND t.state = 'running' RETURNING u.k, u.i, u.s",
                 ([o.task_id for o in outcomes], [o.token for o in outcomes],
                  [o.version for o in outcomes], [o.state for o in outcomes],
-                 [o.error for o in outcomes])).fetchall()}
+                 [o.error for o in outcomes], [o.retry_at for o in outcomes])).fetchall()
+            recorded = {r[0] for r in found}
+            again = [r[1] for r in found if r[2] == "pending"]
+            if again:
+                self._notify(db, again)  # claimable again: others must look
             rest = [o for o in outcomes if o.token not in recorded]
             if rest:
                 released = [r[0] for r in db.execute(
@@ -182,10 +241,53 @@ class PostgresStore(Store):
                     self._notify(db, released)  # newer versions may wait for these leases
         return [o.token in recorded for o in outcomes]
 
-    def heartbeat(self, owner: str, lease: float) -> int:
+    def retry(self, task_id: str) -> int | None:
+        check_key(task_id, "task_id")
+        db = self._conns.get()
+        with db.transaction():
+            row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'pending',"
+                             f" run_at = {NOW}, attempts = 0, error = NULL,"
+                             f" seq = nextval('{self.table}_seq'), updated_at = {NOW}"
+                             " WHERE task_id = %s AND state IN ('failed', 'error')"
+                             " RETURNING version", (task_id,)).fetchone()
+            if row is not None:
+                self._notify(db, [task_id])
+        return None if row is None else int(row[0])
+
+    def prune(self, before: float, limit: int) -> int:
+        t = self.table
         return self._conns.get().execute(
-            f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s",
-            (lease, owner)).rowcount
+            f"DELETE FROM {t} WHERE task_id IN (SELECT task_id FROM {t}"
+            " WHERE state IN ('completed', 'failed', 'cancelled', 'error')"
+            " AND coalesce(updated_at, run_at) < %s LIMIT %s)", (before, limit)).rowcount
+
+    def pending_stats(self, before: float) -> tuple[int, float | None]:
+        count, oldest = self._conns.get().execute(  # type: ignore[misc]
+            f"SELECT count(*), min(run_at) FROM {self.table} WHERE state = 'pending'"
+            " AND run_at < %s", (before,)).fetchone()
+        return int(count), oldest
+
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
+        if tokens is None:
+            return self._conns.get().execute(
+                f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s",
+                (lease, owner)).rowcount
+        return self._conns.get().execute(
+            f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s"
+            " AND lease_token = ANY(%s)", (lease, owner, list(tokens))).rowcount
+
+    def repair_leases(self, horizon: float) -> list[str]:
+        return self._release(f"state = 'running' AND (lease_expires IS NULL OR lease_expires"
+                             f" > {NOW} + %s OR lease_expires = 'NaN')", (horizon,))
+
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self._conns.get().execute(
+            f"SELECT task_id, state FROM {self.table} WHERE NOT (state = ANY(%s)) LIMIT %s",
+            (sorted(KNOWN_STATES), limit)).fetchall()]
+
+    def now(self) -> float:
+        (now,) = self._conns.get().execute(f"SELECT {NOW}").fetchone()  # type: ignore[misc]
+        return float(now)
 
     def requeue_expired(self) -> list[str]:
         return self._release(f"lease_expires < {NOW}", ())
@@ -210,8 +312,9 @@ class PostgresStore(Store):
 
     def mark_error(self, task_id: str, version: int, message: str) -> bool:
         return self._conns.get().execute(
-            f"UPDATE {self.table} SET state = 'error', error = %s WHERE task_id = %s"
-            " AND version = %s AND state = 'pending'", (message, task_id, version)).rowcount == 1
+            f"UPDATE {self.table} SET state = 'error', error = %s, updated_at = {NOW}"
+            " WHERE task_id = %s AND version = %s AND state = 'pending'",
+            (message, task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         check_key(task_id, "task_id")
@@ -233,40 +336,73 @@ class PostgresStore(Store):
         return None if row is None else float(row[0])
 
     def wait_changes(self, timeout: float) -> set[str] | None:
+        try:
+            return self._wait_changes(timeout)
+        except psycopg.Error:
+            # The listening connection is gone (server restart, terminated backend):
+            # the next call subscribes on a new one, and says so by an empty set.
+            listener, self._listener = self._listener, None
+            if listener is not None:
+                self._disconnect(listener)
+            raise
+
+    def _wait_changes(self, timeout: float) -> Changes | None:
         if self._listener is None:
-            self._listener = self._connect()
-            self._listener.execute(f"LISTEN {self.table}")
-            return set()  # writes before LISTEN are unseen: re-read everything once
-        changed: set[str] | None = None
+            listener = self._connect()
+            listener.execute(f"LISTEN {self.table}")
+            self._listener = listener
+            self.subscriptions += 1
+            changes = Changes()
+            changes.everything = True  # writes before LISTEN are unseen: re-read everything
+            return changes
+        changed = Changes()
+        seen = False
         # The first notification ends the wait; the rest already queued are drained.
-        for note in self._listener.notifies(timeout=timeout, stop_after=1):
-            if note.pid not in self._own_pids:
-                changed = _merge(changed, note.payload)
-        if changed is not None and changed:
-            for note in self._listener.notifies(timeout=0):
+        # Every one is read to the end: a generator left early drops the rest of its
+        # packet, and ids beside a request for everything must not be lost with it.
+        for wait in (timeout, 0.0):
+            for note in self._listener.notifies(timeout=wait, stop_after=1 if wait else None):
                 if note.pid not in self._own_pids:
-                    changed = _merge(changed, note.payload)
-                    if not changed:
-                        break
+                    seen = True
+                    _merge(changed, note.payload)
+            if not seen:
+                return None
         return changed
 
     def close(self) -> None:
         self._conns.close_all()
         if self._listener is not None:
-            self._listener.close()
+            self._disconnect(self._listener)
 
 
-def _merge(changed: set[str] | None, payload: str) -> set[str]:
-    """Add one notification's ids; ``*`` (or a garbled payload) means everything: empty set."""
-    if changed is not None and not changed:
-        return changed
+def _usable(db: psycopg.Connection[Any]) -> bool:
+    """False for a connection that is closed, broken, or that the server ended while it was
+    idle (a restart, pg_terminate_backend, an idle timeout).
+
+    An idle connection has nothing to read unless the server sent its farewell
+    (an error and end of stream), so a readable socket means the session is gone:
+    found without a round trip, before a statement is sent on it. Only a statement
+    that was never sent can be retried safely, which is why this is checked first.
+    """
+    if db.closed or db.broken:
+        return False
+    try:
+        readable, _, _ = select.select([db.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable
+
+
+def _merge(changed: Changes, payload: str) -> None:
+    """Add one notification's ids; ``*`` or a garbled payload asks for everything."""
     try:
         ids = json.loads(payload)
     except ValueError:
-        return set()
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        return set()
-    return (changed or set()) | set(ids)
+        ids = None
+    if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+        changed.update(ids)
+    else:
+        changed.everything = True
 
 
 def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:

@@ -1,0 +1,560 @@
+"""AsyncScheduler: the core Scheduler's tasks run on an asyncio event loop.
+
+See the package docstring (``pysched.aio``) for the invariants, the close
+states and the lifetime; this module is the scheduler itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from asyncio import get_running_loop
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from contextvars import copy_context
+from inspect import isawaitable
+from types import CoroutineType
+from typing import Any
+
+from .. import _impl
+from .._close_state import CLOSED as STATE_CLOSED
+from .._close_state import CLOSING, OPEN, check_transition
+from .._errors import SchedulerClosed
+from .._validate import check_capacity, check_hashable, check_time
+from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
+from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
+from ._host import Host
+
+__all__ = ["AsyncScheduler"]
+
+# schedule()'s default, the same object as every (): without arguments fn is
+# stored as it is, and the core checks it.
+_NO_ARGS: tuple[Any, ...] = ()
+
+_COUNTERS = ("scheduled", "completed", "failed", "cancelled", "replaced")
+
+
+class _Counts:
+    """How versions ended so far: one int attribute per name in _COUNTERS."""
+
+    __slots__ = _COUNTERS
+
+    def __init__(self) -> None:
+        self.scheduled = self.completed = self.failed = self.cancelled = self.replaced = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in _COUNTERS}
+
+
+class AsyncScheduler:
+    """Run scheduled coroutine functions and callables on the running event loop.
+
+    ``schedule(task_id, run_at, priority, fn)`` keeps the core's contract:
+    earliest ``run_at`` (on ``loop.time()``) first, then higher priority, then
+    first come; scheduling an id again replaces its version that has not
+    started (whose Future is cancelled, reason "replaced"); a newer version
+    waits for a running one. Each call returns the ``AsyncTaskFuture`` of its
+    version. At most ``max_concurrency`` versions run at once (None: no limit).
+
+    Each version runs in a copy of the context ``schedule()`` was called in,
+    as ``loop.call_at`` and ``asyncio.create_task`` do: a plain callable is
+    called directly on the loop, and whatever awaitable it returns (a
+    coroutine function's coroutine, say) is awaited in an asyncio Task.
+
+    The scheduler binds to the loop it is first used on. ``async with`` closes
+    it on exit (see ``pysched.aio`` for the close states and for what happens
+    to a scheduler left open); running versions finish unless
+    ``cancel_running_on_close``. ``_core_factory`` picks the core class (tests
+    run both implementations).
+
+    >>> async def main():
+    ...     async with AsyncScheduler(max_concurrency=2) as s:
+    ...         later = s.schedule_in("b", 0.01, 0, str.upper, ("later",))
+    ...         first = s.schedule_in("a", 0.0, 0, asyncio.sleep, (0, "first"))
+    ...         return await first, await later
+    >>> asyncio.run(main())
+    ('first', 'LATER')
+    """
+
+    def __init__(self, max_concurrency: int | None = None, *,
+                 cancel_running_on_close: bool = False,
+                 _core_factory: Callable[..., Any] | None = None) -> None:
+        if max_concurrency is not None:
+            max_concurrency = check_capacity(max_concurrency, "max_concurrency")
+            if max_concurrency < 1:
+                raise ValueError(f"max_concurrency must be >= 1 or None, got {max_concurrency}")
+        self._max_concurrency = max_concurrency
+        self._cancel_running_on_close = bool(cancel_running_on_close)
+        self._core_factory = _core_factory or _impl.Scheduler
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._core: Any = None  # made on binding, with the loop's clock
+        self._state = OPEN
+        self._pending: dict[Hashable, AsyncTaskFuture] = {}
+        self._running: dict[Hashable, AsyncTaskFuture] = {}
+        # asyncio Tasks of versions released before they began: each ends at its
+        # first step without running any of its code.
+        self._orphans: set[asyncio.Task[Any]] = set()
+        self._calling: AsyncTaskFuture | None = None  # the version whose fn is being called
+        self._host: Host | None = None  # while there is work
+        self._ended_host: asyncio.Task[None] | None = None  # the last host, still returning
+        # The scheduler's own callbacks run in a context of their own: none of
+        # them reads a context variable, and it spares a copy per call_soon.
+        self._own_context = contextvars.Context()
+        self._pump_handle: asyncio.Handle | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._counts = _Counts()
+        self._peak = 0
+
+    # -- public API -------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """The life-cycle state: open, closing or closed."""
+        return self._state
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The most versions that run at once; None for no limit."""
+        return self._max_concurrency
+
+    def schedule(self, task_id: Hashable, run_at: float, priority: int, fn: Callable[..., Any],
+                 args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,
+                 ) -> AsyncTaskFuture:
+        """Run ``fn(*args, **kwargs)`` at ``run_at`` on ``loop.time()``, as the newest version.
+
+        Returns that version's Future. The version replaces the one of
+        ``task_id`` that has not started, if any; it runs in a copy of the
+        current context. Must be called on the loop's thread, with the loop
+        running. Raises SchedulerClosed unless open, and
+        TypeError/ValueError/OverflowError naming a bad argument; a refused
+        call changes nothing. O(log n).
+        """
+        loop = get_running_loop()
+        if loop is not self._loop:
+            loop = self._bind()
+        if self._state is not OPEN:
+            raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
+        call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
+        version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
+        fut = AsyncTaskFuture(loop=loop)
+        fut._owner = self
+        fut._task_id = task_id
+        fut._version = version
+        fut._context = copy_context()
+        self._counts.scheduled += 1
+        old = self._pending.get(task_id)
+        self._pending[task_id] = fut
+        if old is not None:  # the core has just replaced its version
+            self._counts.replaced += 1
+            old._resolve_cancelled(REPLACED)
+        elif self._running:
+            run = self._running.get(task_id)
+            if run is not None and not self._has_begun(run):
+                self._release(run, REPLACED)
+        if self._host is None:
+            self._host = Host(loop, self._on_loop_shutdown)
+        if self._pump_handle is None:
+            self._pump_handle = loop.call_soon(self._pump, context=self._own_context)
+        return fut
+
+    def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
+                    args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,
+                    ) -> AsyncTaskFuture:
+        """``schedule()`` at ``delay`` (>= 0) seconds from now on ``loop.time()``."""
+        delay = check_time(delay, "delay")
+        if delay < 0:
+            raise ValueError(f"delay must be >= 0, got {delay!r}")
+        return self.schedule(task_id, self._bind().time() + delay, priority, fn, args, kwargs)
+
+    def cancel(self, task_id: Hashable) -> bool:
+        """Cancel the version of ``task_id`` that has not started, and the one that runs.
+
+        A version that has not started (pending, or claimed while its
+        coroutine has not begun) never starts, and its Future is cancelled at
+        once; a running one has its asyncio Task cancelled, and its Future
+        resolves when its function has returned or raised. Returns False
+        when nothing of ``task_id`` is pending or running. O(1) amortised.
+        """
+        check_hashable(task_id, "task_id")
+        fut = self._pending.get(task_id)
+        run = self._running.get(task_id)
+        if fut is not None:
+            self._cancel_version(fut, CANCELLED)
+        if run is not None:
+            self._cancel_version(run, CANCELLED)
+        return fut is not None or run is not None
+
+    def state_of(self, task_id: Hashable) -> str | None:
+        """The core's state of ``task_id``'s newest version: "pending", "running" or None."""
+        check_hashable(task_id, "task_id")
+        return None if self._core is None else self._core.state(task_id)
+
+    def close(self, *, cancel_running: bool | None = None) -> None:
+        """Start closing, without waiting: open -> closing (-> closed once nothing runs).
+
+        Cancels every version that has not started (reason "closed"); with
+        ``cancel_running`` (default: the constructor's
+        ``cancel_running_on_close``) also the asyncio Tasks of running ones,
+        except the caller's own when it is one of them. Idempotent; a later
+        call with ``cancel_running=True`` still cancels what runs.
+        """
+        if cancel_running is None:
+            cancel_running = self._cancel_running_on_close
+        if self._state is OPEN:
+            self._state = check_transition(self._state, CLOSING)
+            self._disarm()
+            if self._pump_handle is not None:
+                self._pump_handle.cancel()
+                self._pump_handle = None
+            for fut in list(self._pending.values()):
+                self._cancel_version(fut, CLOSED)
+            for run in list(self._running.values()):
+                if not self._has_begun(run):
+                    self._release(run, CLOSED)
+        if cancel_running:
+            self._cancel_running(CLOSED)
+        self._settle()
+
+    async def aclose(self, *, cancel_running: bool | None = None) -> None:
+        """``close()``, then wait until every running version has finished.
+
+        Called from inside one of its own running versions it waits for the
+        others only (the scheduler is closed once the caller returns). If the
+        caller is cancelled while it waits, the running versions are cancelled
+        too, waited for, and the CancelledError is raised again; cancelled a
+        second time, it stops waiting at once.
+        """
+        self.close(cancel_running=cancel_running)
+        interrupted: asyncio.CancelledError | None = None
+        while len(self._running) > (self._own_run() is not None) or self._orphans:
+            waiter: asyncio.Future[None] = self._bind().create_future()
+            self._drain_waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError as exc:
+                if interrupted is not None:  # cancelled again: stop waiting
+                    raise
+                interrupted = exc
+                self._cancel_running(CLOSED)
+        if interrupted is not None:
+            raise interrupted
+        host = self._ended_host
+        if host is not None and not host.done():  # it returns on its next step
+            await asyncio.wait((host,))
+
+    async def __aenter__(self) -> AsyncScheduler:
+        self._bind()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and sizes: pending, running, peak_running and how versions ended. O(1)."""
+        result: dict[str, Any] = {
+            "state": self._state,
+            "pending": len(self._pending),
+            "running": len(self._running),
+            "peak_running": self._peak,
+            "max_concurrency": self._max_concurrency,
+        }
+        result.update(self._counts.as_dict())
+        return result
+
+    def __repr__(self) -> str:
+        return (f"<AsyncScheduler {self._state} max_concurrency={self._max_concurrency}"
+                f" pending={len(self._pending)} running={len(self._running)}>")
+
+    def _check(self) -> None:
+        """Assert the invariants of the package docstring (tests call this)."""
+        counts = self._counts
+        assert counts.scheduled == len(self._pending) + len(self._running) + (
+            counts.completed + counts.failed + counts.cancelled + counts.replaced), "ledger"
+        cap = self._max_concurrency
+        assert cap is None or len(self._running) <= cap, "cap"
+        if self._core is not None:
+            self._core._check()
+            assert len(self._core) == len(self._pending), "pending mirrors the core"
+            assert self._core.stats()["running"] == len(self._running), "running mirrors the core"
+            for task_id in self._pending:
+                assert self._core.state(task_id) == "pending"
+        if self._state is OPEN:
+            assert (self._host is None) == (not self._pending and not self._running), "host"
+        else:
+            assert not self._pending and self._timer is None
+        if self._state is STATE_CLOSED:
+            assert not self._running and not self._orphans
+
+    # -- internals ----------------------------------------------------------
+
+    def _bind(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+            self._core = self._core_factory(clock=loop.time)
+        elif self._loop is not loop:
+            raise RuntimeError("this AsyncScheduler is bound to a different event loop")
+        return loop
+
+    def _own_run(self) -> AsyncTaskFuture | None:
+        """The running version whose code is calling us, if any."""
+        if self._calling is not None:
+            return self._calling
+        current = asyncio.current_task()
+        if current is not None:
+            for run in self._running.values():
+                if run._aio is current:
+                    return run
+        return None
+
+    def _has_begun(self, run: AsyncTaskFuture) -> bool:
+        """Whether any code of a running (claimed) version has run."""
+        return run._aio is None or has_begun(run._coro)
+
+    def _cancel_version(self, fut: AsyncTaskFuture, reason: str, msg: Any = None) -> bool:
+        """Cancel the version of ``fut``, pending or running."""
+        task_id = fut._task_id
+        if self._pending.get(task_id) is fut:
+            del self._pending[task_id]
+            self._core.cancel_pending(task_id)  # a running older version runs on
+            self._counts.cancelled += 1
+            fut._resolve_cancelled(reason, msg)
+            self._settle()
+            return True
+        if self._running.get(task_id) is not fut:  # already finished
+            return False
+        if not self._has_begun(fut):
+            self._release(fut, reason, msg)
+            self._settle()
+            return True
+        if fut._stop_reason is None:
+            fut._stop_reason = reason
+            fut._stop_msg = msg
+        aio = fut._aio
+        if aio is None:  # its fn is being called: it ends cancelled once it returns
+            return True
+        return aio.cancel(msg if msg is not None else reason)
+
+    def _release(self, run: AsyncTaskFuture, reason: str, msg: Any = None) -> None:
+        """End a claimed version that has not begun, as if it never was: it never will."""
+        del self._running[run._task_id]
+        self._core.release(run._task)
+        run._task = None
+        if reason == REPLACED:
+            self._counts.replaced += 1
+        else:
+            self._counts.cancelled += 1
+        aio = run._aio
+        assert aio is not None
+        if not aio.done():  # else something cancelled it already (a loop shutting down)
+            self._orphans.add(aio)
+            aio.add_done_callback(self._orphan_done, context=self._own_context)
+            aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
+        run._coro.close()  # so the coroutine is not reported as never awaited
+        run._aio = run._coro = None
+        run._resolve_cancelled(reason, msg)
+
+    def _orphan_done(self, aio: asyncio.Task[Any]) -> None:
+        self._orphans.discard(aio)
+        self._settle()
+
+    def _cancel_running(self, reason: str) -> None:
+        own = self._own_run()
+        for run in list(self._running.values()):
+            if run is not own:
+                self._cancel_version(run, reason)
+
+    def _on_loop_shutdown(self) -> None:
+        """The host was cancelled: the loop is going away, so is the scheduler's work."""
+        host, self._host = self._host, None
+        if host is not None:
+            host.end()  # so that its done callback does not call this again
+        self.close(cancel_running=True)
+
+    def _request_pump(self) -> None:
+        if self._pump_handle is None and self._state is OPEN:
+            assert self._loop is not None
+            self._pump_handle = self._loop.call_soon(self._pump, context=self._own_context)
+
+    def _pump(self) -> None:
+        """Start every due version below the cap, then arm the timer for the next.
+
+        Claims at most as many versions as were pending when it began, so a
+        callable that schedules itself due now runs once per loop iteration,
+        as with ``call_soon``, instead of starving the loop.
+        """
+        self._pump_handle = None
+        if self._state is not OPEN:
+            return
+        host = self._host
+        if host is not None and host.lost():
+            self._on_loop_shutdown()
+            return
+        assert self._loop is not None
+        core = self._core
+        now = self._loop.time()
+        cap = self._max_concurrency
+        running = self._running
+        budget = len(self._pending)
+        while True:
+            if budget == 0:  # more may be due: look again on the next iteration
+                if self._pending:
+                    self._request_pump()
+                else:
+                    self._disarm()
+                break
+            if cap is not None and len(running) >= cap:
+                self._disarm()  # a finishing run pumps again
+                break
+            head = core.next(now)
+            if head is None:
+                self._disarm()
+                break
+            if head.__class__ is float:  # not due yet: wake at the head's own run_at
+                self._arm(core.peek()[0])
+                break
+            budget -= 1
+            self._start(head)
+            if self._state is not OPEN:  # a callable closed the scheduler
+                break
+        self._settle()
+
+    def _start(self, task: Any) -> None:
+        """Call a claimed version's fn in its context; await what it returns in a Task."""
+        task_id = task.task_id
+        fut = self._pending.pop(task_id)
+        fut._task = task
+        fut._aio = None
+        running = self._running
+        running[task_id] = fut
+        if len(running) > self._peak:
+            self._peak = len(running)
+        context = fut._context
+        assert context is not None
+        fut._context = None
+        self._calling = fut
+        try:
+            result = context.run(task.fn)
+            # inspect.isawaitable, with the common answers (a coroutine, None) first.
+            if result.__class__ is CoroutineType or (result is not None and isawaitable(result)):
+                assert self._loop is not None
+                fut._coro = result if result.__class__ is CoroutineType else None
+                # An eager task factory runs the first step in here (still "calling"),
+                # and may even end the version before create_task returns.
+                coro = self._await_version(fut, result)
+                if TASKS_TAKE_A_CONTEXT:
+                    aio = self._loop.create_task(coro, context=context)
+                else:  # the Task copies the current context
+                    aio = context.run(self._loop.create_task, coro)
+                if running.get(task_id) is fut:  # not ended by an eager first step
+                    fut._aio = aio
+                    if fut._stop_reason is not None:  # cancelled while its fn ran
+                        aio.cancel(fut._stop_msg if fut._stop_msg is not None
+                                   else fut._stop_reason)
+                return
+        except BaseException as exc:  # noqa: BLE001 - each outcome is the version's, as in a Task
+            if running.get(task_id) is not fut:  # an eager first step ended it, then raised
+                raise
+            del running[task_id]
+            self._end(fut, None, exc)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                self._request_pump()  # what is due still runs if the loop goes on
+                raise
+            return
+        finally:
+            self._calling = None
+        del running[task_id]
+        if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
+            fut._owner = None
+            fut._task = None
+            self._core.complete(task)
+            self._counts.completed += 1
+            fut.set_result(result)
+        else:
+            self._end(fut, result, None)
+
+    async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
+        """The coroutine of a version's asyncio Task: await its result, then finish it.
+
+        Finishing here rather than in a done callback spares a loop callback
+        per version. The Task itself ends normally whatever the version did,
+        so asyncio never reports its exception: the version's Future holds it.
+        """
+        exc: BaseException | None = None
+        try:
+            result = await awaitable
+        except GeneratorExit:  # the Task is being destroyed with its loop: nothing to record
+            raise
+        except BaseException as error:  # noqa: BLE001
+            exc, result = error, None
+        running = self._running
+        del running[fut._task_id]
+        self._end(fut, result, exc)
+        fut._aio = fut._coro = None  # the Task holds the version's context
+        if not running or self._drain_waiters:
+            self._settle()
+        if self._pump_handle is None:  # a slot is free, and a parked newer version may be due
+            self._request_pump()
+        if exc is not None and isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise exc
+
+    def _end(self, fut: AsyncTaskFuture, result: Any, exc: BaseException | None) -> None:
+        """Finish a version that has left ``_running``: the core, the counters, its Future."""
+        fut._owner = None
+        task = fut._task
+        fut._task = None
+        if exc is None and fut._stop_reason is not None and fut._aio is None:
+            # A plain call asked to stop while it ran ends cancelled, as a
+            # Task cancelled in its last step does.
+            exc = asyncio.CancelledError()
+        if exc is None:
+            self._core.complete(task)
+            self._counts.completed += 1
+            if not fut.done():
+                fut.set_result(result)
+        elif isinstance(exc, asyncio.CancelledError):
+            self._core.fail(task, exc)
+            self._counts.cancelled += 1
+            msg = fut._stop_msg
+            if msg is None and exc.args:
+                msg = exc.args[0]
+            fut._resolve_cancelled(fut._stop_reason or CANCELLED, msg)
+        else:
+            self._core.fail(task, exc)
+            self._counts.failed += 1
+            if not fut.done():
+                fut.set_exception(settable(exc))
+
+    def _settle(self) -> None:
+        """After versions ended: let the host go when idle, close when closing and idle."""
+        if not self._running:
+            host = self._host
+            if host is not None and not self._pending:
+                self._host = None
+                host.end()
+                self._ended_host = host.task
+            if self._state is CLOSING and not self._orphans:
+                self._state = check_transition(self._state, STATE_CLOSED)
+        if self._drain_waiters:
+            waiters, self._drain_waiters = self._drain_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def _arm(self, when: float) -> None:
+        timer = self._timer
+        if timer is not None:
+            if timer.when() == when:
+                return
+            timer.cancel()
+        assert self._loop is not None
+        self._timer = self._loop.call_at(when, self._on_timer, context=self._own_context)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._pump()

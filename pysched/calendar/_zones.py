@@ -1,0 +1,103 @@
+"""Time zones and where a local wall time falls: once, twice or never.
+
+A naive local time ``m`` read in a zone is classified with PEP 495's ``fold``:
+zoneinfo gives ``fold=0`` the offset in force before a transition and
+``fold=1`` the one after. Equal offsets: the time exists once. A larger
+``fold=0`` offset: the clocks went back and the time happens twice (an
+overlap). A smaller one: the clocks went forward and the time never happens
+(a gap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+__all__ = ["UNIQUE", "AMBIGUOUS", "NONEXISTENT", "Placement", "place", "resolve_tz",
+           "to_utc_naive", "transition_instant"]
+
+UNIQUE = "unique"
+AMBIGUOUS = "ambiguous"
+NONEXISTENT = "nonexistent"
+
+_ONE_SECOND = timedelta(seconds=1)
+
+
+def resolve_tz(tz: object) -> tzinfo:
+    """The zone for ``tz``: None is UTC, a str is a zoneinfo key, or a ZoneInfo/timezone."""
+    if tz is None:
+        return timezone.utc
+    if isinstance(tz, str):
+        try:
+            return ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"tz: no time zone named {tz!r}") from exc
+    if isinstance(tz, (ZoneInfo, timezone)):
+        return tz
+    # Other tzinfo classes (pytz, dateutil) do not all follow PEP 495's fold,
+    # on which the DST policy depends.
+    raise TypeError(f"tz must be a zoneinfo key, a ZoneInfo or a datetime.timezone, "
+                    f"not {type(tz).__name__}")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a naive local time falls. Instants are naive UTC datetimes.
+
+    ``first`` and ``second`` are the instants read with ``fold=0`` and
+    ``fold=1``: equal for a unique time; the two occurrences of an ambiguous
+    time; for a nonexistent one, the instants either side of the gap's
+    transition (``second < transition <= first``). ``change`` is the size of the
+    offset change the time sits in (zero for a unique time).
+    """
+
+    kind: str
+    first: datetime
+    second: datetime
+    change: timedelta
+
+
+def to_utc_naive(local: datetime, zone: tzinfo, fold: int) -> datetime:
+    """The UTC instant (naive) of naive local time ``local`` read with ``fold``."""
+    aware = local.replace(tzinfo=zone, fold=fold)
+    offset = aware.utcoffset()
+    assert offset is not None  # ZoneInfo and timezone always give one
+    return local - offset
+
+
+def place(local: datetime, zone: tzinfo) -> Placement:
+    """Classify naive local time ``local`` in ``zone`` (see the module docstring)."""
+    first = to_utc_naive(local, zone, 0)
+    second = to_utc_naive(local, zone, 1)
+    if first == second:
+        return Placement(UNIQUE, first, first, timedelta(0))
+    if first < second:  # fold=0 offset larger: the clocks went back
+        return Placement(AMBIGUOUS, first, second, second - first)
+    return Placement(NONEXISTENT, first, second, first - second)
+
+
+def _offset_at(instant: datetime, zone: tzinfo) -> timedelta:
+    offset = instant.replace(tzinfo=timezone.utc).astimezone(zone).utcoffset()
+    assert offset is not None
+    return offset
+
+
+def transition_instant(gap: Placement, zone: tzinfo) -> datetime:
+    """The instant (naive UTC) the clocks jumped over ``gap``'s nonexistent time.
+
+    Bisection on whole seconds between ``gap.second`` (offset before) and
+    ``gap.first`` (offset after); tz transitions fall on whole seconds.
+    """
+    before = _offset_at(gap.second, zone)
+    lo, hi = gap.second, gap.first  # offset(lo) == before, offset(hi) != before
+    while hi - lo > _ONE_SECOND:
+        mid = lo + (hi - lo) // 2
+        mid = mid.replace(microsecond=0)
+        if mid <= lo:
+            mid = lo + _ONE_SECOND
+        if _offset_at(mid, zone) == before:
+            lo = mid
+        else:
+            hi = mid
+    return hi

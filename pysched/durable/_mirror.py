@@ -1,0 +1,185 @@
+"""The local mirror of pending rows: a core heap entry per pending row this process knows.
+
+Invariants: a local entry's version only grows; one is dropped when the store
+shows the row at that version or newer in any other state. A heap that missed
+a write is repaired by the next notification, poll or full re-read: a stale
+entry costs one claim that finds nothing, never a wrong run, because a version
+runs only after the store's claim.
+
+Full re-reads (every pending row) are at most one per ``resync_interval``
+when asked for by a notification: any database role may send one, so a flood
+of them must not turn into a flood of reads. A re-read after this process
+(re)subscribed to notifications is never skipped: writes in between were unseen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+from .._impl import Task
+from ._futures import DurableFuture, settle_from_row
+from ._shared import Shared, log
+from .errors import BadRow
+from .store import FINAL_STATES, PENDING, Row, check_fields
+
+__all__ = ["Entry", "Mirror"]
+
+
+class Entry:
+    """A local heap entry: the store version and wall instant it stands for (never called)."""
+
+    __slots__ = ("epoch", "priority", "task_id", "version", "wall")
+
+    def __init__(self, task_id: str, version: int, wall: float, priority: int,
+                 epoch: int) -> None:
+        self.task_id = task_id
+        self.version = version
+        self.wall = wall
+        self.priority = priority
+        self.epoch = epoch  # when it was put: a full re-read begun before then cannot drop it
+
+    def __call__(self) -> None:  # the core wants a callable; runs go through the store
+        raise AssertionError("a local heap entry is never run")
+
+
+class Mirror:
+    """Keeps ``shared.core`` in step with the store's pending rows."""
+
+    def __init__(self, shared: Shared) -> None:
+        self._s = shared
+        self.entries: dict[str, Entry] = {}  # task id -> its pending entry in the core
+        self._epoch = 0  # counts puts, so a full re-read spares entries newer than its read
+        self._last_full = time.monotonic()
+        self._refused_since_full = False  # a skipped request was logged since the last re-read
+
+    # -- the heap (lock held) --------------------------------------------------------------
+
+    def put(self, task_id: str, version: int, wall: float, priority: int) -> None:
+        old = self.entries.get(task_id)
+        if old is not None and old.version >= version:
+            return
+        self._epoch += 1
+        entry = Entry(task_id, version, wall, priority, self._epoch)
+        self._s.core.schedule(task_id, self._s.timebase.to_mono(wall), priority, entry)
+        self.entries[task_id] = entry
+
+    def drop(self, task_id: str, version: int) -> None:
+        """Forget the entry of ``task_id`` if it is at ``version`` or older."""
+        old = self.entries.get(task_id)
+        if old is not None and old.version <= version:
+            del self.entries[task_id]
+            self._s.core.cancel(task_id)
+
+    def pop_due(self, room: int, popped: list[Entry]) -> float | None:
+        """Take up to ``room`` due entries off the heap; else the delay to the head."""
+        now = self._s.clock()
+        while len(popped) < room:
+            item = self._s.core.next(now)
+            if not isinstance(item, Task):
+                return item
+            self._s.core.complete(item)
+            entry: Entry = item.fn  # type: ignore[assignment]
+            if self.entries.get(entry.task_id) is entry:
+                del self.entries[entry.task_id]
+            popped.append(entry)
+        return None
+
+    # -- bringing it in step with rows -----------------------------------------------------
+
+    def _apply(self, rows: Sequence[Row], full_epoch: int | None
+               ) -> tuple[list[tuple[Row, str]], list[tuple[DurableFuture, Row]]]:
+        """Apply ``rows`` under the lock; return bad rows and Futures to settle.
+
+        With ``full_epoch`` the rows are every pending row as read after that
+        epoch: entries put before it that the read did not return go.
+        """
+        s = self._s
+        bad, settle = [], []
+        pending = set()
+        running_here = {(r.task_id, r.version) for r in s.inflight.values()}
+        served = s.served()
+        for row in rows:
+            try:
+                check_fields(row.version, row.run_at, row.priority)
+            except BadRow as exc:
+                bad.append((row, str(exc)))
+                continue
+            if row.state == PENDING and not row.blocked and served(row.ref, row.queue):
+                pending.add(row.task_id)
+                if (row.task_id, row.version) not in running_here:
+                    self.put(row.task_id, row.version, row.run_at, row.priority)
+            else:
+                self.drop(row.task_id, row.version)
+            # A final state settles this version's Future too (unless it runs here).
+            upto = row.version + 1 if row.state in FINAL_STATES else row.version
+            settle += [(f, row) for f in s.supersede(row.task_id, upto)]
+        if full_epoch is not None:
+            for task_id, entry in list(self.entries.items()):
+                if entry.epoch <= full_epoch and task_id not in pending:
+                    self.drop(task_id, entry.version)
+        s.wake.notify()
+        return bad, settle
+
+    def sync(self, rows: Sequence[Row], full_epoch: int | None = None) -> None:
+        """Apply ``rows``, then mark bad rows and settle Futures outside the lock."""
+        with self._s.lock:
+            bad, settle = self._apply(rows, full_epoch)
+            self._s.counts["bad_rows"] += len(bad)
+        for row, message in bad:
+            log.error("task %r version %r: %s", row.task_id, row.version, message)
+            self._s.store.mark_error(row.task_id, row.version, message)
+        for future, row in settle:
+            settle_from_row(future, row)
+
+    def resync(self) -> None:
+        """Re-read every pending row now."""
+        with self._s.lock:
+            epoch = self._epoch
+            self._s.counts["resyncs"] += 1
+            self._last_full = time.monotonic()
+            self._refused_since_full = False
+        self.sync(self._s.store.rows(), epoch)
+
+    def resync_asked(self) -> bool:
+        """A notification asked for a full re-read: do it unless one ran within
+        ``resync_interval`` (the periodic one will see whatever it would). Returns
+        whether it ran."""
+        with self._s.lock:
+            refused = time.monotonic() - self._last_full < self._s.resync_every
+            if refused:
+                self._s.counts["resyncs_skipped"] += 1
+                unlogged, self._refused_since_full = not self._refused_since_full, True
+        if not refused:
+            self.resync()
+        elif unlogged:  # once per interval: a flood must not flood the log too
+            log.warning("notifications asked for a full re-read within resync_interval (%s s)"
+                        " of the last one: refused until the next", self._s.resync_every)
+        return not refused
+
+    def next_full(self) -> float:
+        """When the periodic full re-read is due (time.monotonic())."""
+        return self._last_full + self._s.resync_every
+
+    def settle_watched(self) -> None:
+        """Re-read the rows of Futures whose versions are neither pending nor running here.
+
+        Their versions run (or were cancelled) in other processes, which send
+        no notification for a finish. O(such Futures) per poll.
+        """
+        with self._s.lock:
+            running = {r.task_id for r in self._s.inflight.values()}
+            watched = [i for i in self._s.futures if i not in self.entries and i not in running]
+        if watched:
+            self.sync(self._s.store.rows(watched))
+
+    def cancel_local(self, task_id: str, version: int) -> list[DurableFuture]:
+        """A cancel of ``task_id`` at ``version`` made here: drop, supersede. Lock held."""
+        self.drop(task_id, version)
+        return self._s.supersede(task_id, version)
+
+
+def cancel_all(futures: list[DurableFuture]) -> None:
+    for future in futures:
+        Future.cancel(future)

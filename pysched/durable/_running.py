@@ -1,0 +1,133 @@
+"""Running claimed versions on the worker pool, and queueing their outcomes.
+
+The start rule: a claimed version starts only if, when a worker picks it up,
+the scheduler is open and no cancel or newer version of its task id has
+reached this process since the claim; otherwise it is handed back unrun (the
+store then records nothing for it, since its row's version moved on, and
+releases the lease). A callable that raises fails its version, logged with
+its traceback; the worker survives.
+"""
+
+from __future__ import annotations
+
+import traceback
+from concurrent.futures import Executor, Future
+from typing import Any
+
+from ..threadpool import ThreadPoolScheduler
+from . import _local
+from ._futures import DurableFuture
+from ._local import RunningTask
+from ._shared import OPEN, Shared, log
+from .errors import BadRow, UnknownTask
+from .store import COMPLETED, ERROR, FAILED, PENDING, Claim, Outcome, check_claim
+
+__all__ = ["Runs"]
+
+_TRACEBACK_MAX = 8000  # characters of a failure's traceback stored in the row
+
+
+class Runs:
+    """Hands claims to the pool and turns each run into a queued outcome."""
+
+    def __init__(self, shared: Shared, pool: Executor | None, owns_pool: bool) -> None:
+        self._s = shared
+        self.pool = pool
+        self._owns_pool = owns_pool
+
+    def close_pool(self, wait: bool = False) -> None:
+        """Close the pool if this scheduler made it; its unstarted runs are handed back."""
+        if self._owns_pool and self.pool is not None:
+            self.pool.close(wait=wait)  # type: ignore[attr-defined]
+
+    def start(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
+        """Hand a claimed version to the pool; one that never starts is handed back."""
+        handle: Future[Any]
+        assert self.pool is not None, "a producer claims nothing"
+        try:
+            if isinstance(self.pool, ThreadPoolScheduler):
+                # Keyed by lease token, so cancel() reaches a run's token.
+                handle = self.pool.schedule(claim.token, self.pool.clock(), claim.priority,
+                                            self.run, (running, claim, future))
+            else:
+                handle = self.pool.submit(self.run, running, claim, future)
+        except Exception:  # the pool is closing: the claim goes back unrun
+            self._unstarted(claim)
+            return
+
+        def started_or_not(done: Future[Any]) -> None:
+            if done.cancelled():  # closed or cancelled before it started
+                self._unstarted(claim)
+
+        handle.add_done_callback(started_or_not)
+
+    def _unstarted(self, claim: Claim) -> None:
+        """Queue the hand-back of a claim whose run never started (its pool task was cancelled)."""
+        with self._s.lock:
+            if self._s.inflight.pop(claim.token, None) is None:
+                return
+            outcome = Outcome(claim.token, claim.task_id, claim.version, PENDING, None)
+            self._s.outcomes.append((outcome, None, None))
+            self._s.chores.notify()
+            self._s.wake.notify()
+
+    def run(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
+        """Worker: run one claimed version (or hand it back) and queue its outcome."""
+        value: Any = None
+        # What the finally block records if fn raises a BaseException (SystemExit, ...).
+        state: str = FAILED
+        error: str | None = "interrupted by a BaseException"
+        retry_at: float | None = None
+        try:
+            if (self._s.state != OPEN or running.cancel_requested or running.superseded
+                    or future is not None and not future.running()
+                    and not future.set_running_or_notify_cancel()):  # running: a retry
+                state = PENDING
+                if self._s.state == OPEN:
+                    with self._s.lock:
+                        self._s.counts["not_started"] += 1
+            else:
+                state, value, error = self._call(running, claim)
+                if state == FAILED:
+                    retry_at = self._retry_at(claim, value)
+                    if retry_at is not None:
+                        state = PENDING  # tried again later: its Future stays open
+        finally:
+            outcome = Outcome(claim.token, claim.task_id, claim.version, state, error, retry_at)
+            with self._s.lock:
+                del self._s.inflight[claim.token]
+                if state != PENDING:  # settled from here on, never from a row read
+                    by_version = self._s.futures.get(claim.task_id, {})
+                    by_version.pop(claim.version, None)
+                    if not by_version:
+                        self._s.futures.pop(claim.task_id, None)
+                self._s.outcomes.append((outcome, future, value))
+                self._s.chores.notify()
+                self._s.wake.notify()
+
+    def _retry_at(self, claim: Claim, exc: BaseException) -> float | None:
+        """When a failed run is due again under its task's policy (a wall instant), or None."""
+        policy = self._s.registry.options(claim.ref).retry
+        if policy is None or not policy.retries(exc, claim.attempts):
+            return None
+        delay = policy.delay(claim.attempts)
+        log.warning("task %r version %r attempt %d of %d: retrying in %.3f s", claim.task_id,
+                    claim.version, claim.attempts, policy.attempts, delay)
+        return self._s.timebase.to_wall(self._s.clock()) + delay
+
+    def _call(self, running: RunningTask, claim: Claim) -> tuple[str, Any, str | None]:
+        """Resolve and call the claimed work: (state, value or exception, error text)."""
+        try:
+            args, kwargs = check_claim(claim)
+            fn = self._s.registry.resolve(claim.ref)
+        except (BadRow, UnknownTask) as exc:
+            log.error("task %r version %r: %s", claim.task_id, claim.version, exc)
+            return ERROR, exc, str(exc)
+        with _local.running(running):
+            try:
+                return COMPLETED, fn(*args, **kwargs), None
+            except Exception as exc:  # noqa: BLE001 - recorded as the outcome
+                text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+                log.error("task %r version %r attempt %d failed", claim.task_id,
+                          claim.version, claim.attempts, exc_info=exc)
+                return FAILED, exc, f"{type(exc).__name__}: {exc}\n{text[-_TRACEBACK_MAX:]}"

@@ -1,0 +1,167 @@
+"""PostgreSQL only: surviving the database (terminated sessions, an outage) and a NOTIFY flood.
+
+The outage is made on the private test server without restarting it: the
+worker connects as its own role, whose sessions are terminated while the
+role's connection limit is 0, so every reconnection fails until the limit is
+lifted, as during a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import durable_helpers as h
+import pytest
+
+from pysched.durable import DurableScheduler, NewTask, PostgresStore
+
+ARGS = '{"args":[],"kwargs":{}}'
+ROLE = "pysched_test_worker"
+
+
+@pytest.fixture
+def pg() -> Iterator[dict[str, Any]]:
+    import psycopg
+
+    url = h.postgres_url()
+    table = h.unique_table()
+    admin = psycopg.connect(url, autocommit=True)
+    if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone() is None:
+        admin.execute(f"CREATE ROLE {ROLE} LOGIN")
+    admin.execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
+    admin.execute(f"GRANT CREATE, USAGE ON SCHEMA public TO {ROLE}")
+    scheme, rest = url.split("://", 1)
+    worker_url = f"{scheme}://{ROLE}@{rest.split('@', 1)[-1]}"
+    h.reset()
+    yield {"url": url, "worker_url": worker_url, "table": table, "admin": admin}
+    admin.execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
+    h.drop_postgres_table(url, table)
+    admin.close()
+
+
+def terminate_worker_sessions(admin: Any) -> int:
+    # With a timeout, pg_terminate_backend returns once the sessions have ended.
+    rows = admin.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+                         " WHERE usename = %s", (ROLE,)).fetchall()
+    return len(rows)
+
+
+def test_a_worker_survives_its_sessions_being_terminated(pg: dict[str, Any]) -> None:
+    """pg_terminate_backend on every session of the worker, twice: it reconnects,
+    listens again, and runs what is scheduled afterwards, by itself and by others."""
+    s = DurableScheduler(PostgresStore(pg["worker_url"], table=pg["table"]),
+                         poll_interval=0.05, resync_interval=3600)
+    client = PostgresStore(pg["url"], table=pg["table"])
+    try:
+        assert s.schedule("before", s.clock(), 0, h.note, ["before"]).result(30) == "before"
+        for round_ in range(2):
+            h.wait_for(lambda: s.store._listener is not None, what="the listener")
+            assert terminate_worker_sessions(pg["admin"]) >= 2
+            # The first call after the loss works: the dead session is noticed unused.
+            f = s.schedule(f"own{round_}", s.clock(), 0, h.note, [round_])
+            assert f.result(30) == round_
+            # Another process's write reaches it through the new LISTEN.
+            client.schedule([NewTask(f"other{round_}", 0.0, 0, "note", ARGS)])
+            h.wait_for(lambda r=round_: s.row(f"other{r}")["state"] == "completed",
+                       what="the other process's task")
+    finally:
+        s.close(timeout=30)
+        s.store.close()
+        client.close()
+
+
+def test_a_worker_survives_an_outage_and_stores_the_outcomes_it_held(
+        pg: dict[str, Any]) -> None:
+    """The database refuses the worker while a task runs: its outcome is stored once
+    the database is back, and schedule() fails during the outage and works after it."""
+    import psycopg
+
+    s = DurableScheduler(PostgresStore(pg["worker_url"], table=pg["table"]),
+                         poll_interval=0.05, resync_interval=3600, lease=60.0)
+    try:
+        running = s.schedule("long", s.clock(), 0, h.hold, args=["o-started", "o-release"])
+        assert h.event("o-started").wait(30)
+        pg["admin"].execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT 0")
+        terminate_worker_sessions(pg["admin"])
+        with pytest.raises(psycopg.OperationalError):
+            s.schedule("during", s.clock(), 0, h.note)
+        h.event("o-release").set()  # its outcome cannot be stored yet
+        h.wait_for(lambda: ("long", "end", None) in h.CALLS, what="the run's end")
+        h.wait_for(lambda: s.stats()["store_errors"] >= 3, what="failed attempts")
+        assert not running.done()  # a Future resolves once its outcome is stored
+        pg["admin"].execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
+        assert running.result(30) is False
+        h.wait_for(lambda: s.stats()["completed"] == 1, what="the held outcome to be stored")
+        assert s.row("long")["state"] == "completed" and s.row("long")["attempts"] == 1
+        assert s.schedule("after", s.clock(), 0, h.note, ["after"]).result(30) == "after"
+    finally:
+        pg["admin"].execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
+        h.event("o-release").set()
+        s.close(timeout=30)
+        s.store.close()
+
+
+def test_a_notify_flood_does_not_force_a_full_read_per_notification(
+        pg: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    """Any role can NOTIFY the channel: 200 '*' and garbled payloads cost at most one
+    full re-read per resync_interval, and real writes are still seen at once."""
+    s = DurableScheduler(PostgresStore(pg["url"], table=pg["table"]), poll_interval=0.05,
+                         resync_interval=3600)
+    client = PostgresStore(pg["url"], table=pg["table"])
+    try:
+        h.wait_for(lambda: s.stats()["resyncs"] >= 2, what="the first LISTEN's re-read")
+        before = s.stats()["resyncs"]
+        with caplog.at_level("WARNING", logger="pysched.durable"):
+            for i in range(200):
+                pg["admin"].execute("SELECT pg_notify(%s, %s)",
+                                    (pg["table"], "*" if i % 2 else "{garbled"))
+            client.schedule([NewTask("marker", 0.0, 0, "note", ARGS)])
+            h.wait_for(lambda: s.row("marker")["state"] == "completed", what="the marker task")
+        assert s.stats()["resyncs"] == before
+        assert s.stats()["resyncs_skipped"] >= 1
+        refusals = [r for r in caplog.records if "full re-read" in r.getMessage()]
+        assert len(refusals) == 1  # logged once, not once per notification
+    finally:
+        s.close(timeout=30)
+        s.store.close()
+        client.close()
+
+
+def test_a_large_batch_is_announced_by_ids_not_by_a_full_read(pg: dict[str, Any]) -> None:
+    """Ids that do not fit one notification go in several, so another process sees a
+    big batch at once although full re-reads are debounced."""
+    s = DurableScheduler(PostgresStore(pg["url"], table=pg["table"]), poll_interval=0.05,
+                         resync_interval=3600)
+    client = PostgresStore(pg["url"], table=pg["table"])
+    try:
+        h.wait_for(lambda: s.stats()["resyncs"] >= 2, what="the first LISTEN's re-read")
+        client.schedule([NewTask(f"task-with-a-longish-id-{i:05d}", 0.0, 0, "note", ARGS)
+                         for i in range(2000)])
+        h.wait_for(lambda: client.counts() == {"completed": 2000}, what="2000 runs")
+        assert s.stats()["resyncs_skipped"] == 0
+    finally:
+        s.close(timeout=30)
+        s.store.close()
+        client.close()
+
+
+def test_ids_beside_a_request_for_everything_are_not_lost(pg: dict[str, Any]) -> None:
+    """A '*' and a list of ids committed together arrive in one packet: the ids must
+    come back with ``everything`` set, not be swallowed by it (it may be debounced)."""
+    listener = PostgresStore(pg["url"], table=pg["table"])
+    try:
+        first = listener.wait_changes(1.0)
+        assert first is not None and not first and first.everything  # the subscription
+        with pg["admin"].transaction():
+            pg["admin"].execute("SELECT pg_notify(%s, '*')", (pg["table"],))
+            pg["admin"].execute("SELECT pg_notify(%s, %s)", (pg["table"], '["a", "b"]'))
+            pg["admin"].execute("SELECT pg_notify(%s, '{garbled')", (pg["table"],))
+        seen: set[str] = set()
+        everything = False
+        while (changed := listener.wait_changes(1.0)) is not None:
+            seen |= changed
+            everything |= changed.everything
+        assert seen == {"a", "b"} and everything
+    finally:
+        listener.close()
