@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from concurrent.futures import CancelledError
 from concurrent.futures._base import RUNNING
 from typing import Any, Protocol
 
@@ -47,7 +46,6 @@ from .token import CANCELLED, CLOSED, TIMEOUT, TaskTimeout
 
 REPLACED = "replaced"
 EVICTED = "evicted"
-_NOT_STARTED = CancelledError("cancelled after it was claimed, before it started")
 LATE_BATCH = 256  # lateness samples buffered before they are fed to the reservoir
 
 __all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "PoolBook", "Wakeups",
@@ -228,7 +226,7 @@ class PoolBook:
         self.claimed -= 1
         counts = self.counts
         if not started:
-            self.core.fail(task, _NOT_STARTED)
+            self.core.release(task)  # finished as cancelled: it never ran
             if fut._cancel_reason == REPLACED:
                 counts.replaced += 1
             else:
@@ -305,9 +303,7 @@ class PoolBook:
                      ended: list[TaskFuture], bound_knows: bool = True) -> None:
         """Cancel the pending version of ``task_id`` (whose Future is ``fut``) in the core."""
         del self.pending[task_id]
-        # The core also flags a running version of the id: harmless, the pool
-        # keeps its own tokens.
-        self.core.cancel(task_id)
+        self.core.cancel_pending(task_id)  # a running version of the id runs on untouched
         if self.tracked and bound_knows:
             self.bound.discard(task_id)  # type: ignore[union-attr]
         self.wakeups.pending_removed(fut._run_at)
