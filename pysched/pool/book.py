@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from concurrent.futures._base import RUNNING
+from functools import partial
 from typing import Any, Protocol
 
 from .._close_state import CLOSING, DRAINING, OPEN, check_transition
@@ -48,8 +49,8 @@ REPLACED = "replaced"
 EVICTED = "evicted"
 LATE_BATCH = 256  # lateness samples buffered before they are fed to the reservoir
 
-__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "PoolBook", "Wakeups",
-           "end_futures"]
+__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "NoWakeups", "PoolBook",
+           "Wakeups", "end_futures"]
 
 
 class Wakeups(Protocol):
@@ -87,7 +88,9 @@ class PoolBook:
         self.peak = 0
         self.counts = Counters()
         self.lateness = LatenessReservoir(lateness_samples)
-        self.deadlines = Deadlines(self._is_running)
+        # Not a bound method of the book: the book and its parts make no reference
+        # cycle, so a closed pool is freed as soon as nobody holds it.
+        self.deadlines = Deadlines(partial(_is_running, self.running))
         self.refusal: Callable[[str], BaseException] = SchedulerClosed
 
     # -- adding work ----------------------------------------------------------
@@ -287,9 +290,6 @@ class PoolBook:
             return exc
         return None
 
-    def _is_running(self, fut: TaskFuture, run_no: int) -> bool:
-        return self.running.get(fut.task_id) is fut and fut._run_no == run_no
-
     def expired(self, now: float) -> list[TaskFuture]:
         """Mark the running versions whose timeout passed at ``now``, and return them."""
         runs = self.deadlines.pop_expired(now)
@@ -417,6 +417,26 @@ class PoolBook:
             if run._series is not None:
                 self._end_claimed(run, CLOSED, ended)
         self.maybe_drained()
+
+
+class NoWakeups:
+    """The Wakeups of a book whose owner is gone: nothing left to wake."""
+
+    def pending_added(self, run_at: float, now: float) -> None:
+        pass
+
+    def pending_removed(self, run_at: float) -> None:
+        pass
+
+    def deadline_added(self, deadline: float) -> None:
+        pass
+
+    def state_changed(self, state: str) -> None:
+        pass
+
+
+def _is_running(running: dict[Hashable, TaskFuture], fut: TaskFuture, run_no: int) -> bool:
+    return running.get(fut.task_id) is fut and fut._run_no == run_no
 
 
 class _Resolve:
