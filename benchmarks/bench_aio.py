@@ -28,6 +28,7 @@ from typing import Any
 
 import pysched
 from pysched.aio import AsyncScheduler
+from pysched.bench import runtime_workloads
 
 Workload = Callable[[], Coroutine[Any, Any, float]]
 
@@ -46,57 +47,43 @@ def _counter(loop: asyncio.AbstractEventLoop,
     return done, tick
 
 
-async def due_scheduler(n: int, core: Any) -> float:
-    loop = asyncio.get_running_loop()
-    done, tick = _counter(loop, n)
-    start = time.process_time()
-    async with AsyncScheduler(_core_factory=core) as s:
-        now = loop.time()
-        schedule = s.schedule
-        for k in range(n):
-            schedule(k, now, 0, tick)
-        await done
-    return time.process_time() - start
-
-
-async def due_call_at(n: int) -> float:
-    loop = asyncio.get_running_loop()
-    done, tick = _counter(loop, n)
-    start = time.process_time()
-    now = loop.time()
-    call_at = loop.call_at
-    for _ in range(n):
-        call_at(now, tick)
-    await done
-    return time.process_time() - start
-
-
-async def spread_scheduler(n: int, span: float, core: Any) -> float:
-    loop = asyncio.get_running_loop()
-    done, tick = _counter(loop, n)
-    start = time.process_time()
-    async with AsyncScheduler(_core_factory=core) as s:
-        first = loop.time() + 0.05
-        schedule = s.schedule
-        for k in range(n):
-            schedule(k, first + span * k / n, 0, tick)
-        await done
-    return time.process_time() - start
-
-
-async def spread_call_at(n: int, span: float) -> float:
-    loop = asyncio.get_running_loop()
-    done, tick = _counter(loop, n)
-    start = time.process_time()
+def _due_times(loop: asyncio.AbstractEventLoop, n: int, span: float) -> list[float]:
+    """n times spread evenly over ``span`` seconds (all now when 0), made before timing."""
+    if not span:
+        return [loop.time()] * n
     first = loop.time() + 0.05
+    return [first + span * k / n for k in range(n)]
+
+
+async def callables_scheduler(n: int, span: float, core: Any) -> float:
+    """n plain callables through an AsyncScheduler, due over ``span`` seconds."""
+    loop = asyncio.get_running_loop()
+    done, tick = _counter(loop, n)
+    due = _due_times(loop, n, span)
+    start = time.process_time()
+    async with AsyncScheduler(_core_factory=core) as s:
+        schedule = s.schedule
+        for k, when in enumerate(due):
+            schedule(k, when, 0, tick)
+        await done
+    return time.process_time() - start
+
+
+async def callables_call_at(n: int, span: float) -> float:
+    """The same n callables with ``loop.call_at``."""
+    loop = asyncio.get_running_loop()
+    done, tick = _counter(loop, n)
+    due = _due_times(loop, n, span)
+    start = time.process_time()
     call_at = loop.call_at
-    for k in range(n):
-        call_at(first + span * k / n, tick)
+    for when in due:
+        call_at(when, tick)
     await done
     return time.process_time() - start
 
 
 async def capped_scheduler(n: int, cap: int, core: Any) -> float:
+    """n no-op coroutines due now through an AsyncScheduler of ``cap``."""
     loop = asyncio.get_running_loop()
     done, tick = _counter(loop, n)
 
@@ -114,6 +101,7 @@ async def capped_scheduler(n: int, cap: int, core: Any) -> float:
 
 
 async def capped_semaphore(n: int, cap: int) -> float:
+    """The same coroutines, each a Task waiting on an ``asyncio.Semaphore`` of ``cap``."""
     loop = asyncio.get_running_loop()
     done, tick = _counter(loop, n)
     semaphore = asyncio.Semaphore(cap)
@@ -162,19 +150,6 @@ def in_turns(contenders: dict[str, Workload], repeats: int,
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def _cores() -> dict[str, Any]:
-    from pysched import _scheduler_py
-
-    found: dict[str, Any] = {"py": _scheduler_py.Scheduler}
-    try:
-        from pysched import _core
-    except ImportError:
-        pass
-    else:
-        found["c"] = _core.Scheduler
-    return found
-
-
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=100_000)
@@ -185,18 +160,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--core", choices=["c", "py"], default=None)
     parser.add_argument("--only", choices=["due", "spread", "capped"], action="append")
     args = parser.parse_args(argv)
-    cores = _cores()
+    cores = runtime_workloads.cores()
     core_name = args.core or ("c" if "c" in cores else "py")
     core = cores[core_name]
     n, cap, span = args.n, args.cap, args.span
     new_loop = _loop_factory(args.loop)
     groups: dict[str, tuple[str, dict[str, Workload]]] = {
         "due": (f"{n:,} plain callables due now", {
-            "AsyncScheduler": lambda: due_scheduler(n, core),
-            "loop.call_at": lambda: due_call_at(n)}),
+            "AsyncScheduler": lambda: callables_scheduler(n, 0.0, core),
+            "loop.call_at": lambda: callables_call_at(n, 0.0)}),
         "spread": (f"{n:,} plain callables due over {span:g} s", {
-            "AsyncScheduler": lambda: spread_scheduler(n, span, core),
-            "loop.call_at": lambda: spread_call_at(n, span)}),
+            "AsyncScheduler": lambda: callables_scheduler(n, span, core),
+            "loop.call_at": lambda: callables_call_at(n, span)}),
         "capped": (f"{n:,} no-op coroutines, at most {cap} at a time", {
             "AsyncScheduler": lambda: capped_scheduler(n, cap, core),
             "Semaphore+create_task": lambda: capped_semaphore(n, cap)}),

@@ -26,7 +26,8 @@ starts, may run Python code that calls back in. So each call allocates before
 it commits and looks again when such code edited the scheduler (``_edits``
 changed), and objects it takes out (an old fn, a forgotten id) are released
 only when it returns, once the state is whole. Forgotten slots hold nothing,
-so stale heap entries keep no id or fn alive.
+so stale heap entries keep no id or fn alive. The twin's dict also hashes an
+id while inserting it; the Cython core stores hashes and never calls back then.
 """
 
 from __future__ import annotations
@@ -225,7 +226,8 @@ class Scheduler:
 
         Returns the version numbers, as ``schedule()`` would one by one. Every
         item is checked first: a bad one raises naming its index and argument
-        (``items[3].run_at``) and nothing is scheduled. O(k log n).
+        (``items[3].run_at``) and nothing is scheduled. A MemoryError part-way
+        leaves the items before it scheduled. O(k log n).
         """
         checked = [check_schedule_item(item, f"items[{index}]")
                    for index, item in enumerate(check_iterable(items, "items"))]
@@ -294,16 +296,28 @@ class Scheduler:
 
         The same as calling ``next(now)`` until it returns no Task or ``limit``
         tasks are claimed, with one reading of the clock. ``limit`` must be an
-        int >= 0. O(k log n) amortised.
+        int >= 0. A claimed task is never lost: on a MemoryError after some
+        claims, those are returned. O(k log n) amortised.
         """
         now = check_time(self._clock(), "clock()") if now is None else check_time(now, "now")
         limit = -1 if limit is None else check_capacity(limit, "limit")
-        claimed: list[Task] = []
+        claimed: list[Any] = []
+        # Room in the list comes before the claim, so a MemoryError never drops
+        # a claimed task: with some claimed, the call hands them out and the
+        # next call raises.
         while len(claimed) != limit:
-            task = self.next(now)
+            try:
+                claimed.append(None)
+                task = self.next(now)
+            except MemoryError:
+                claimed.pop()
+                if claimed:
+                    break
+                raise
             if not isinstance(task, Task):
+                claimed.pop()
                 break
-            claimed.append(task)
+            claimed[-1] = task
         return claimed
 
     def complete(self, task: Task) -> None:

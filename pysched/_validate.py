@@ -111,3 +111,12 @@ def missing_key(key: Any, name: str = "key") -> KeyError:
 def duplicate_key(key: Any, name: str = "key") -> ValueError:
     """The error for a ``name`` that already names an entry, for the caller to raise."""
     return ValueError(f"{name} {key!r} is already in the queue")
+
+
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value

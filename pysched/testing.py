@@ -1,6 +1,6 @@
 """Test helpers: a clock that moves only when the test says so.
 
-``FakeClock`` implements the waiting hook of ``pysched._clocks``: a thread
+``FakeClock`` implements the waiting hook of ``pysched.pool.clocks``: a thread
 blocked in ``wait_until(condition, deadline)`` is woken by the ``advance()``
 that brings the clock to its deadline. Pass it as ``clock=`` to a
 ``ThreadPoolScheduler`` and the dispatcher, task timeouts, ``CancelToken.wait``

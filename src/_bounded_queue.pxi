@@ -26,16 +26,19 @@ cdef enum:
     _BQ_ARITY = 4            # as the scheduler's heap: half the depth of a binary one
     _MAX_RECORDS = 0x7FFFFFFF  # record numbers fit in int32_t
 
+# The constants and reason strings come from the twin, which is the spec: one source.
+import pysched._bounded_queue_py as _queue_spec
+
 # Below this many dead nodes in a heap they are left for the roots to drop.
-COMPACT_FLOOR = 64
+COMPACT_FLOOR = _queue_spec.COMPACT_FLOOR
 cdef Py_ssize_t _COMPACT_FLOOR = COMPACT_FLOOR
 
 # Why an entry left the queue (QueueEntry.reason).
-cdef str _EVICTED = "evicted"    # an old worst entry made room for a better newcomer
-cdef str _CAPACITY = "capacity"  # the newcomer was refused: full of entries at least as good
-cdef str _QUOTA = "quota"        # the newcomer was refused: its tenant held tenant_limit entries
-cdef str _POPPED = "popped"
-cdef str _REMOVED = "removed"
+cdef str _EVICTED = _queue_spec.EVICTED    # an old worst entry made room for a better newcomer
+cdef str _CAPACITY = _queue_spec.CAPACITY  # refused: full of entries at least as good
+cdef str _QUOTA = _queue_spec.QUOTA        # refused: its tenant held tenant_limit entries
+cdef str _POPPED = _queue_spec.POPPED
+cdef str _REMOVED = _queue_spec.REMOVED
 
 
 ctypedef struct Record:
@@ -135,21 +138,6 @@ cdef inline void _bq_set(Node* node, int64_t priority, uint64_t seq, int32_t rec
     node.priority = priority
     node.seq = seq
     node.rec = rec
-
-
-cdef int _bq_cover(void** array, Py_ssize_t* capacity, Py_ssize_t index, size_t item) except -1:
-    """Grow ``array`` (``capacity`` items of ``item`` bytes) so that ``index`` fits."""
-    cdef Py_ssize_t n
-    cdef void* grown
-    if index < capacity[0]:
-        return 0
-    n = max(16, capacity[0] * 2, index + 1)
-    grown = PyMem_Realloc(array[0], n * item)
-    if grown == NULL:
-        raise MemoryError()
-    array[0] = grown
-    capacity[0] = n
-    return 0
 
 
 @cython.final
@@ -275,7 +263,7 @@ cdef class StableBoundedPriorityQueue:
         accepted entry may evict the worst. ``key`` (not None) must not be in
         the queue already. O(log n); a refusal is O(1).
         """
-        cdef int64_t prio = _as_priority(priority, "priority")
+        cdef int64_t prio = _check_priority(priority, "priority")
         cdef Offer offer
         dropped = self._decide(&offer, prio, value, key, tenant, False)
         if offer.refused:
@@ -293,7 +281,7 @@ cdef class StableBoundedPriorityQueue:
         entry (reason ``"evicted"``) when it made room; the newcomer itself
         (reason ``"capacity"`` or ``"quota"``) when it was refused. O(log n).
         """
-        cdef int64_t prio = _as_priority(priority, "priority")
+        cdef int64_t prio = _check_priority(priority, "priority")
         cdef Offer offer
         dropped = self._decide(&offer, prio, value, key, tenant, True)
         if offer.refused:
@@ -358,7 +346,7 @@ cdef class StableBoundedPriorityQueue:
 
         O(1) amortised: its heap nodes turn dead in place.
         """
-        cdef Py_hash_t h = _as_hash(key, "key")
+        cdef Py_hash_t h = _check_hashable(key, "key")
         cdef QueueEntry out = QueueEntry.__new__(QueueEntry)
         # find() is the last thing here that may run Python code.
         cdef Py_ssize_t ks = self._keys.find(key, h) if self._keys is not None else -1
@@ -378,8 +366,8 @@ cdef class StableBoundedPriorityQueue:
         takes its place, behind existing entries of equal priority. The length
         does not change, so nothing is evicted or refused. O(log n).
         """
-        cdef int64_t prio = _as_priority(priority, "priority")
-        cdef Py_hash_t h = _as_hash(key, "key")
+        cdef int64_t prio = _check_priority(priority, "priority")
+        cdef Py_hash_t h = _check_hashable(key, "key")
         cdef Py_ssize_t ks
         cdef uint64_t stamp
         cdef int32_t old, r
@@ -521,8 +509,8 @@ cdef class StableBoundedPriorityQueue:
         cdef Py_ssize_t load
         cdef uint64_t stamp
         cdef QueueEntry dropped
-        offer.key_hash = _as_hash(key, "key") if key is not None else 0
-        offer.tenant_hash = _as_hash(tenant, "tenant") if tenant is not None else 0
+        offer.key_hash = _check_hashable(key, "key") if key is not None else 0
+        offer.tenant_hash = _check_hashable(tenant, "tenant") if tenant is not None else 0
         while True:
             # __eq__ of a key or tenant, and any allocation (through the
             # collector's finalisers), may run Python code that edits this
@@ -729,46 +717,33 @@ cdef class StableBoundedPriorityQueue:
 
         Called before anything changes, so a MemoryError leaves the queue as it was.
         """
-        cdef Py_ssize_t n
-        cdef Record* recs
-        cdef int32_t* free
+        cdef Py_ssize_t n, slot
         if not self._n_free and self._n_recs == self._recs_capacity:
             if self._n_recs >= _MAX_RECORDS:
                 raise MemoryError("too many entries for one queue")
-            n = min(max(16, self._recs_capacity * 2), <Py_ssize_t>_MAX_RECORDS)
-            recs = <Record*>PyMem_Realloc(self._recs, n * sizeof(Record))
-            if recs == NULL:
-                raise MemoryError()
-            self._recs = recs
-            free = <int32_t*>PyMem_Realloc(self._free, n * sizeof(int32_t))
-            if free == NULL:
-                raise MemoryError()
-            self._free = free
+            n = min(_grown(self._recs_capacity, 0), <Py_ssize_t>_MAX_RECORDS)
+            _grow(<void**>&self._recs, n, sizeof(Record))
+            _grow(<void**>&self._free, n, sizeof(int32_t))
             self._values.extend([None] * (n - len(self._values)))
             self._recs_capacity = n  # only once every array is this long
         if self._best_len == self._heap_capacity or self._worst_len == self._heap_capacity:
-            n = max(16, self._heap_capacity * 2)
-            self._grow_heaps(n)
+            n = _grown(self._heap_capacity, 0)
+            _grow(<void**>&self._best, n, sizeof(Node))
+            _grow(<void**>&self._worst, n, sizeof(Node))
+            self._heap_capacity = n
         if keyed:
             if self._keys is None:
                 self._keys = IdTable()
-            _bq_cover(<void**>&self._key_rec, &self._key_rec_capacity,
-                      self._keys.slot_limit(), sizeof(int32_t))
+            slot = self._keys.slot_limit()
+            if slot >= self._key_rec_capacity:
+                _grow(<void**>&self._key_rec, _grown(self._key_rec_capacity, slot + 1), sizeof(int32_t))
+                self._key_rec_capacity = _grown(self._key_rec_capacity, slot + 1)
         if new_tenant:
             if self._tenants is None:
                 self._tenants = IdTable()
-            _bq_cover(<void**>&self._tenant_count, &self._tenant_count_capacity,
-                      self._tenants.slot_limit(), sizeof(Py_ssize_t))
-        return 0
-
-    cdef int _grow_heaps(self, Py_ssize_t n) except -1:
-        cdef Node* grown = <Node*>PyMem_Realloc(self._best, n * sizeof(Node))
-        if grown == NULL:
-            raise MemoryError()
-        self._best = grown
-        grown = <Node*>PyMem_Realloc(self._worst, n * sizeof(Node))
-        if grown == NULL:
-            raise MemoryError()
-        self._worst = grown
-        self._heap_capacity = n
+            slot = self._tenants.slot_limit()
+            if slot >= self._tenant_count_capacity:
+                _grow(<void**>&self._tenant_count, _grown(self._tenant_count_capacity, slot + 1),
+                      sizeof(Py_ssize_t))
+                self._tenant_count_capacity = _grown(self._tenant_count_capacity, slot + 1)
         return 0

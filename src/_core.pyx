@@ -17,6 +17,8 @@ are the spec, and the parts mirror their names and structure.
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from libc.string cimport memset
 from libc.math cimport isfinite
 from libc.string cimport memmove
 from libc.stdint cimport int32_t, int64_t, uint64_t
@@ -45,15 +47,27 @@ cdef extern from *:
     """
     void PYSCHED_PREFETCH(const void* p) noexcept nogil
 
-# One growth helper for every C array.
-cdef int _resize(void** array, Py_ssize_t* capacity, Py_ssize_t n, size_t item) except -1:
+# One growth helper for every C array, and one for giving memory back. Callers
+# set their capacity once every array of that capacity has its new size.
+cdef int _grow(void** array, Py_ssize_t n, size_t item) except -1:
     """Reallocate ``array`` to ``n`` items of ``item`` bytes; a MemoryError leaves it as it was."""
     cdef void* resized = PyMem_Realloc(array[0], n * item)
     if resized == NULL:
         raise MemoryError()
     array[0] = resized
-    capacity[0] = n
     return 0
+
+
+cdef inline Py_ssize_t _grown(Py_ssize_t capacity, Py_ssize_t needed) noexcept:
+    """The next capacity: doubled (at least 16), and at least ``needed``."""
+    return max(16, 2 * capacity, needed)
+
+
+cdef void _shrink(void** array, Py_ssize_t n, size_t item) noexcept:
+    """Reallocate ``array`` down to ``n`` items of ``item`` bytes; on failure it stays as it was."""
+    cdef void* resized = PyMem_Realloc(array[0], n * item)
+    if resized != NULL:
+        array[0] = resized
 
 
 include "_checks.pxi"

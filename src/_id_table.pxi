@@ -13,8 +13,13 @@
 #   one bucket, reachable from its home bucket by linear probing with no empty
 #   bucket between (deletion shifts entries back to keep this; no tombstones).
 # - ``keys[s]`` is the key of slot ``s``, or _FREE while ``s`` is free (None is
-#   a valid key); free slots are on the ``free`` stack. ``hashes[s]`` is the
-#   key's hash.
+#   a valid key). Every free slot below ``len(keys)`` is on the ``free`` stack,
+#   which may also hold slots at or past ``len(keys)`` (left when ``keys`` was
+#   cut short): ``add`` skips those. ``hashes[s]`` is the key's hash.
+# - Memory follows the live keys: once fewer than a quarter of the slots are in
+#   use, ``shrink`` cuts the free slots off the top and halves the arrays and
+#   the buckets while they are under a quarter full, so they end half full and
+#   an oscillating load does not resize at every step.
 
 cdef enum:
     _MIN_BUCKETS = 8
@@ -43,9 +48,11 @@ cdef class IdTable:
     cdef readonly Py_ssize_t count
     cdef list keys            # by slot; grows to the highest slot ever used
     cdef uint64_t stamp       # changes whenever buckets change: detects re-entrant edits
+    cdef Py_ssize_t shrink_at  # try to shrink again only below this count (a failed try halves it)
 
     def __cinit__(self):
         self.keys = []
+        self.shrink_at = PY_SSIZE_T_MAX
         self._alloc_buckets(_MIN_BUCKETS)
 
     def __dealloc__(self):
@@ -69,11 +76,11 @@ cdef class IdTable:
         self.shift = 64 - bits
         return 0
 
-    cdef int _grow_buckets(self) except -1:
-        # Rehash from the stored hashes: no Python code runs.
+    cdef int _rehash(self, size_t n) except -1:
+        # Rehash into ``n`` buckets from the stored hashes: no Python code runs.
         cdef Py_ssize_t s
         cdef size_t i
-        self._alloc_buckets((self.mask + 1) * 2)
+        self._alloc_buckets(n)
         for s in range(len(self.keys)):
             if self.keys[s] is not _FREE:
                 i = _home(self.hashes[s], self.shift)
@@ -84,20 +91,12 @@ cdef class IdTable:
         return 0
 
     cdef int _grow_slots(self) except -1:
-        cdef Py_ssize_t n = self.slot_capacity * 2 if self.slot_capacity else 16
-        cdef Py_hash_t* hashes
-        cdef int32_t* free
+        cdef Py_ssize_t n = _grown(self.slot_capacity, 0)
         if n > _MAX_SLOTS:
             raise MemoryError("too many live keys for one table")
-        hashes = <Py_hash_t*>PyMem_Realloc(self.hashes, n * sizeof(Py_hash_t))
-        if hashes == NULL:
-            raise MemoryError()
-        self.hashes = hashes
-        free = <int32_t*>PyMem_Realloc(self.free, n * sizeof(int32_t))
-        if free == NULL:
-            raise MemoryError()
-        self.free = free
-        self.slot_capacity = n
+        _grow(<void**>&self.hashes, n, sizeof(Py_hash_t))
+        _grow(<void**>&self.free, n, sizeof(int32_t))
+        self.slot_capacity = n  # only once both arrays are this long
         return 0
 
     cdef Py_ssize_t find(self, object key, Py_hash_t h) except -2:
@@ -132,7 +131,9 @@ cdef class IdTable:
         cdef Py_ssize_t s
         cdef size_t i
         if <size_t>(self.count + 1) * 2 > self.mask + 1:
-            self._grow_buckets()
+            self._rehash((self.mask + 1) * 2)
+        while self.n_free and self.free[self.n_free - 1] >= len(self.keys):
+            self.n_free -= 1  # left from a cut: past the end of keys
         if self.n_free:
             self.n_free -= 1
             s = self.free[self.n_free]
@@ -142,6 +143,7 @@ cdef class IdTable:
             if s >= self.slot_capacity:
                 self._grow_slots()
             self.keys.append(key)
+            self.shrink_at = PY_SSIZE_T_MAX
         self.hashes[s] = h
         i = _home(h, self.shift)
         while self.index[i] >= 0:
@@ -183,6 +185,47 @@ cdef class IdTable:
         self.count -= 1
         self.stamp += 1
         return key
+
+    cdef bint shrink(self) noexcept:
+        """Give memory back once under a quarter of the slots are in use; return whether
+        ``slot_limit()`` went down (owners then cut their per-slot arrays to it).
+
+        O(slots cut + free slots) when it cuts, amortised O(1) a removal: a cut
+        at least halves the slots, and a try that cannot cut (a slot near the
+        top is in use) waits for the count to halve again.
+        """
+        cdef Py_ssize_t n = len(self.keys), top, k, kept
+        cdef size_t buckets
+        if self.count * 4 >= n or n <= 16 or (self.count and self.count >= self.shrink_at):
+            return False
+        top = n
+        while top and self.keys[top - 1] is _FREE:
+            top -= 1
+        if top * 2 > n:
+            self.shrink_at = self.count // 2
+            return False
+        del self.keys[top:]  # only _FREE: nothing is freed that could call back
+        kept = 0
+        for k in range(self.n_free):
+            if self.free[k] < top:
+                self.free[kept] = self.free[k]
+                kept += 1
+        self.n_free = kept
+        if top * 4 < self.slot_capacity:
+            n = max(16, top * 2)
+            _shrink(<void**>&self.hashes, n, sizeof(Py_hash_t))
+            _shrink(<void**>&self.free, n, sizeof(int32_t))
+            self.slot_capacity = n
+        buckets = self.mask + 1
+        if <size_t>self.count * 8 < buckets and buckets > _MIN_BUCKETS:
+            buckets = _MIN_BUCKETS
+            while buckets < <size_t>self.count * 4:
+                buckets *= 2
+            try:
+                self._rehash(buckets)
+            except MemoryError:
+                pass  # the old buckets are kept: still whole
+        return True
 
     cdef inline void prefetch(self, Py_ssize_t s) noexcept:
         """Start loading the bucket ``remove(s)`` looks for first."""

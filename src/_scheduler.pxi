@@ -152,9 +152,9 @@ cdef class Scheduler:
         after it finishes. O(log n): one heap push; the old entry is left in the
         heap as stale, to be dropped later at O(1) amortised cost.
         """
-        cdef Py_hash_t h = _as_hash(task_id, "task_id")
-        cdef double when = _as_time(run_at, "run_at")
-        cdef int64_t prio = _as_priority(priority, "priority")
+        cdef Py_hash_t h = _check_hashable(task_id, "task_id")
+        cdef double when = _check_time(run_at, "run_at")
+        cdef int64_t prio = _check_priority(priority, "priority")
         _check_callable(fn, "fn")
         return self._schedule(task_id, h, when, prio, fn)
 
@@ -165,7 +165,8 @@ cdef class Scheduler:
 
         Returns the version numbers, as ``schedule()`` would one by one. Every
         item is checked first: a bad one raises naming its index and argument
-        (``items[3].run_at``) and nothing is scheduled. O(k log n).
+        (``items[3].run_at``) and nothing is scheduled. A MemoryError part-way
+        leaves the items before it scheduled. O(k log n).
         """
         cdef list checked = check_iterable(items, "items")
         cdef Py_ssize_t k, n = len(checked)
@@ -186,8 +187,8 @@ cdef class Scheduler:
                         raise TypeError
                     task_id, run_at, priority, fn = item
                     hashes[k] = hash(task_id)
-                    times[k] = _as_time(run_at, "run_at")
-                    priorities[k] = _as_priority(priority, "priority")
+                    times[k] = _check_time(run_at, "run_at")
+                    priorities[k] = _check_priority(priority, "priority")
                     _check_callable(fn, "fn")
                 except Exception:
                     check_schedule_item(item, f"items[{k}]")  # raises, naming the field
@@ -212,7 +213,7 @@ cdef class Scheduler:
         and counts as running until it is finished. O(1) amortised: the heap
         entry turns stale in place.
         """
-        return self._cancel(task_id, _as_hash(task_id, "task_id"), True)
+        return self._cancel(task_id, _check_hashable(task_id, "task_id"), True)
 
     def cancel_pending(self, task_id):
         """cancel_pending(task_id) -> bool
@@ -223,7 +224,7 @@ cdef class Scheduler:
         pending (a running version then runs on, ``cancel_requested`` unset).
         O(1) amortised, as ``cancel()``.
         """
-        return self._cancel(task_id, _as_hash(task_id, "task_id"), False)
+        return self._cancel(task_id, _check_hashable(task_id, "task_id"), False)
 
     def peek(self):
         """peek() -> tuple[float, Hashable] | None
@@ -255,9 +256,9 @@ cdef class Scheduler:
         """
         cdef double t
         if now is None:
-            t = _as_time(self._clock(), "clock()")
+            t = _check_time(self._clock(), "clock()")
         else:
-            t = _as_time(now, "now")
+            t = _check_time(now, "now")
         return self._next(t)
 
     def pop_due(self, now=None, limit=None):
@@ -267,22 +268,40 @@ cdef class Scheduler:
 
         The same as calling ``next(now)`` until it returns no Task or ``limit``
         tasks are claimed, with one reading of the clock. ``limit`` must be an
-        int >= 0. O(k log n) amortised.
+        int >= 0. A claimed task is never lost: on a MemoryError after some
+        claims, those are returned. O(k log n) amortised.
         """
         cdef double t
         cdef Py_ssize_t cap = -1
         cdef list claimed = []
         if now is None:
-            t = _as_time(self._clock(), "clock()")
+            t = _check_time(self._clock(), "clock()")
         else:
-            t = _as_time(now, "now")
+            t = _check_time(now, "now")
+        cdef Py_ssize_t n = 0
+        cdef uint64_t edits
+        cdef Task task
         if limit is not None:
             cap = check_capacity(limit, "limit")
-        while len(claimed) != cap:
-            task = self._next(t)
-            if type(task) is not Task:
-                break
-            claimed.append(task)
+        # next()'s loop, without its per-call costs. Room in the list comes
+        # before the claim, so a MemoryError never drops a claimed task: with
+        # some claimed, the call hands them out and the next call raises.
+        while n != cap:
+            try:
+                if not self._head() or self._heap[0].run_at > t:
+                    break
+                edits = self._edits
+                task = Task.__new__(Task)  # may start a collection whose finalisers call back in
+                claimed.append(None)
+            except MemoryError:
+                if n:
+                    break
+                raise
+            if edits == self._edits:
+                claimed[n] = self._claim(task)
+                n += 1
+            else:
+                claimed.pop()  # a finaliser edited the scheduler: look again
         return claimed
 
     def complete(self, Task task not None):
@@ -322,7 +341,7 @@ cdef class Scheduler:
         None when nothing of it is pending or running: finished and cancelled
         ids are forgotten, so memory stays proportional to live tasks.
         """
-        cdef Py_ssize_t slot = self._ids.find(task_id, _as_hash(task_id, "task_id"))
+        cdef Py_ssize_t slot = self._ids.find(task_id, _check_hashable(task_id, "task_id"))
         if slot < 0:
             return None
         return _PENDING if self._slots[slot].pending_seq else _RUNNING
@@ -363,8 +382,8 @@ cdef class Scheduler:
         # Live entries are the pending versions that are not parked, one each.
         for k in range(self._heap_len):
             entry = &self._heap[k]
-            assert 0 <= entry.slot < self._ids.slot_limit(), "entry slot"
-            if self._slots[entry.slot].pending_seq == entry.seq:
+            if self._is_live(entry):
+                assert 0 <= entry.slot < self._ids.slot_limit(), "live entry's slot"
                 live_slots.append(entry.slot)
         live = len(live_slots)
         assert live == len(set(live_slots)), "one live entry a slot"
@@ -455,6 +474,12 @@ cdef class Scheduler:
         self._maybe_rebuild()
         return True
 
+    cdef inline bint _is_live(self, const HeapEntry* entry) noexcept:
+        # A stale entry may name a slot cut off by a shrink: past _slots_capacity it
+        # is stale, and below it a cut slot's pending_seq is 0 (or a newer seq).
+        return (entry.slot < self._slots_capacity
+                and self._slots[entry.slot].pending_seq == entry.seq)
+
     cdef int _head(self) except -1:
         """Make the root the version ``next()`` would claim first; return 1 if there is one.
 
@@ -465,7 +490,7 @@ cdef class Scheduler:
         cdef object parked
         while self._heap_len:
             head = self._heap[0]
-            if self._slots[head.slot].pending_seq != head.seq:
+            if not self._is_live(&head):
                 self._pop()
                 self._stale_discarded += 1
                 self._edits += 1
@@ -572,7 +597,26 @@ cdef class Scheduler:
     cdef object _forget(self, Py_ssize_t slot):
         """Forget the id of ``slot``, now idle; return the id, for the caller to drop last."""
         self._edits += 1
-        return self._ids.remove(slot)
+        task_id = self._ids.remove(slot)
+        if self._ids.shrink():
+            self._fit_slots()
+        return task_id
+
+    cdef void _fit_slots(self) noexcept:
+        """Cut the per-slot arrays down to the id table's slots, which just shrank.
+
+        The cut slots are free: their fns and runs are None, their states
+        pending nothing. The lists are cut as far as memory allows.
+        """
+        cdef Py_ssize_t n = self._ids.slot_limit()
+        try:
+            del self._fns[n:]
+            del self._runs[n:]
+        except MemoryError:
+            pass  # longer than needed is still whole
+        if n * 4 < self._slots_capacity:
+            _shrink(<void**>&self._slots, max(16, 2 * n), sizeof(SlotState))
+            self._slots_capacity = max(16, 2 * n)
 
     cdef int _finish(self, Task task, str state, object exception) except -1:
         cdef Py_ssize_t slot = task._slot
@@ -619,9 +663,12 @@ cdef class Scheduler:
         Called before the table changes, so a MemoryError leaves everything as it was.
         """
         cdef Py_ssize_t slot = self._ids.slot_limit()
-        if slot >= self._slots_capacity:
-            _resize(<void**>&self._slots, &self._slots_capacity,
-                    max(16, 2 * self._slots_capacity), sizeof(SlotState))
+        cdef Py_ssize_t old = self._slots_capacity
+        if slot >= old:
+            _grow(<void**>&self._slots, _grown(old, slot + 1), sizeof(SlotState))
+            self._slots_capacity = _grown(old, slot + 1)
+            # A stale heap entry may name a slot past the old end: it must read as pending nothing.
+            memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
         while len(self._fns) <= slot:
             self._fns.append(None)
         while len(self._runs) <= slot:
@@ -634,17 +681,14 @@ cdef class Scheduler:
         # so the heap begins 32 bytes before a line: the block has room to
         # shift it there, and its data moves if a realloc changes the shift.
         cdef size_t old_shift = <char*>self._heap - <char*>self._heap_block
-        cdef char* block
         cdef size_t shift
         n = max(16, n)
-        block = <char*>PyMem_Realloc(self._heap_block, n * sizeof(HeapEntry) + 64)
-        if block == NULL:
-            raise MemoryError()
-        shift = (32 - <size_t>block) & 63
+        _grow(&self._heap_block, n * sizeof(HeapEntry) + 64, 1)
+        shift = (32 - <size_t>self._heap_block) & 63
         if self._heap_len and shift != old_shift:
-            memmove(block + shift, block + old_shift, self._heap_len * sizeof(HeapEntry))
-        self._heap_block = block
-        self._heap = <HeapEntry*>(block + shift)
+            memmove(<char*>self._heap_block + shift, <char*>self._heap_block + old_shift,
+                    self._heap_len * sizeof(HeapEntry))
+        self._heap = <HeapEntry*>(<char*>self._heap_block + shift)
         self._heap_capacity = n
         return 0
 
@@ -709,13 +753,18 @@ cdef class Scheduler:
         self._sift_up(start, pos)
 
     cdef void _maybe_rebuild(self) noexcept:
-        """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1)."""
+        """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1).
+
+        Then give memory back if the heap is under a quarter full.
+        """
         cdef Py_ssize_t heap_live = self._live - len(self._parked)
         cdef Py_ssize_t k, kept = 0
         if self._heap_len <= _REBUILD_FLOOR or self._heap_len - heap_live <= heap_live:
+            if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
+                self._shrink_heap()
             return
         for k in range(self._heap_len):
-            if self._slots[self._heap[k].slot].pending_seq == self._heap[k].seq:
+            if self._is_live(&self._heap[k]):
                 self._heap[kept] = self._heap[k]
                 kept += 1
         self._stale_discarded += self._heap_len - kept
@@ -724,3 +773,13 @@ cdef class Scheduler:
             self._sift_down(k)
         self._edits += 1
         self._rebuilds += 1
+        if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
+            self._shrink_heap()
+
+    cdef void _shrink_heap(self) noexcept:
+        # To half full, so an oscillating load does not resize at every step;
+        # if the allocator cannot move it, the heap stays as it is.
+        try:
+            self._resize_heap(max(16, self._heap_len * 2))
+        except MemoryError:
+            pass

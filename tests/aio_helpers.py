@@ -2,9 +2,9 @@
 
 ``VirtualTimeLoop`` is an asyncio loop whose clock never waits: when nothing
 is ready it jumps straight to the next timer, so time-dependent tests run at
-once and always the same way. When nothing is ready and no timer is set, a
-real loop would wait forever: this one raises instead, so a lost wake-up
-fails the test rather than hanging it.
+once and always the same way; it records each wait in ``waits``. When nothing
+is ready and no timer is set, a real loop would wait forever: this one raises
+instead, so a lost wake-up fails the test rather than hanging it.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class _JumpingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-ty
             raise RuntimeError("the loop would wait forever: nothing is ready and no timer is set")
         if timeout > 0:
             loop = self.loop
+            loop.waits.append(timeout)
             # The wait is for the head timer unless asyncio capped it: then jump
             # to the head's own time, not to now + (when - now), which rounds.
             timers = loop._scheduled
@@ -52,6 +53,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, start: float = 1000.0) -> None:
         self.now = start
+        self.waits: list[float] = []  # the timeout of each wait for a timer
         selector = _JumpingSelector()
         selector.loop = self
         super().__init__(selector)

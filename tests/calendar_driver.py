@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from pysched.calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
+from pysched.calendar import (
+    ClockWatch,
+    Event,
+    EventHub,
+    Reading,
+    Series,
+    SeriesBook,
+    clock_jump_event,
+)
 
 UTC = timezone.utc
 
@@ -65,6 +73,10 @@ class Driver:
                 decision = series.poll(now, jump)
                 self.hub.emit(decision.events)
                 if decision.start is not None:
+                    begun, events = series.begin(self.clocks.read())
+                    self.hub.emit(events)
+                    if not begun:
+                        continue
                     # a calendar fire never starts before its instant
                     if series.timeline == "wall":
                         assert decision.start.fire_time <= now.wall
@@ -75,9 +87,7 @@ class Driver:
                     self.hub.emit(series.finished(self.clocks.read(), failed=self.fail))
             now = self.clocks.read()
             wakes = [w for s in self.series if (w := s.next_wake(now)) is not None]
-            if not wakes:
-                return
-            step = max(min(wakes) - now.mono, 0.0)
+            step = max(min(wakes) - now.mono, 0.0) if wakes else float("inf")
             if now.wall + step > wall:
                 self.clocks.advance(max(wall - now.wall, 0.0))
                 return
@@ -88,3 +98,40 @@ class Driver:
 
     def of_kind(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
+
+
+@dataclass
+class BookDriver:
+    """Plays a scheduler over a SeriesBook: wakes only when the book says so."""
+
+    clocks: FakeClocks
+    run_time: float = 0.0
+    runs: list[tuple[object, float, float]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.book = SeriesBook(self.clocks.read())
+        self.book.hub.add_listener(self.events.append)
+
+    def run_until_wall(self, wall: float) -> None:
+        while True:
+            now = self.clocks.read()
+            starts = self.book.wake(now)
+            self.book.flush()
+            for series, fire in starts:
+                clock = now.wall if series.timeline == "wall" else now.mono
+                assert fire.fire_time <= clock
+                if not self.book.begin(series, self.clocks.read()):
+                    continue
+                self.runs.append((series.series_id, fire.fire_time, now.wall))
+                self.clocks.advance(self.run_time)
+                self.book.finished(series, self.clocks.read())
+                self.book.flush()
+            if starts:
+                continue
+            wake = self.book.next_wake()
+            step = float("inf") if wake is None else max(wake - now.mono, 0.0)
+            if now.wall + step > wall:
+                self.clocks.advance(max(wall - now.wall, 0.0))
+                return
+            self.clocks.advance(step)

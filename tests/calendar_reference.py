@@ -139,6 +139,19 @@ ZONES = {
 }
 
 
+# Odd changes, for the slow sweep: two hours (Troll), a 30-minute step back
+# (Caracas 2007) and forward (2016), DST suspended for Ramadan (Casablanca),
+# a negative DST (Dublin), a last change to permanent summer time (Moscow).
+EXTRA_ZONES = {
+    "Antarctica/Troll": ("Antarctica/Troll", 2024),
+    "America/Caracas 2007": ("America/Caracas", 2007),
+    "America/Caracas 2015": ("America/Caracas", 2015),
+    "Africa/Casablanca": ("Africa/Casablanca", 2019),
+    "Europe/Dublin": ("Europe/Dublin", 2024),
+    "Europe/Moscow": ("Europe/Moscow", 2010),
+}
+
+
 def zone_of(name: str):
     return UTC if name == "UTC" else ZoneInfo(name)
 

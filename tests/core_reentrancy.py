@@ -9,6 +9,13 @@ the call; tests repeat a scenario for k = 1, 2, ... until the call makes fewer
 than k allocations. Freelists would hide allocations, so the core's Task and
 QueueEntry freelists are emptied first (by holding objects taken from them).
 
+The collector counts allocations net of frees, so an allocation that follows
+a free (a temporary made and dropped) is never the first to pass a threshold.
+The pure twin is therefore also tested with ``call_with_action_at_construction``:
+the action runs as the k-th object of one of its own classes is built (at the
+start of its ``__init__``, or in ``_shell``), which is where a finaliser that
+the allocation starts would run.
+
 On CPython 3.12 and later a collection that an allocation starts runs at the
 next check of the eval loop rather than inside the allocation: in the pure
 twin that is still inside the call, in the core it is at its return.
@@ -17,8 +24,11 @@ twin that is still inside the call, in the core it is at its return.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from pysched import _bounded_queue_py, _scheduler_py
 
 FREELIST_DRAIN = 64  # more than any freelist of the core holds
 
@@ -66,7 +76,7 @@ def call_with_collection_at(k: int, call: Callable[[], Any],
     thresholds = gc.get_threshold()
     enabled = gc.isenabled()
     report = Report()
-    gc.collect()
+    gc.collect(0)  # young objects only: cheap, and it zeroes the count read below
     gc.disable()
     try:
         Finaliser(action, report)  # unreachable at once: cyclic garbage
@@ -78,9 +88,76 @@ def call_with_collection_at(k: int, call: Callable[[], Any],
         inside = report.ran
     finally:
         gc.set_threshold(*thresholds)
-        gc.collect()
+        gc.collect(0)  # the finaliser, if it has not run: it is young garbage
         if not enabled:
             gc.disable()
     if report.error is not None and inside:
         raise AssertionError(f"the finaliser's call raised: {report.error!r}") from report.error
     return result, inside
+
+
+TWIN_FILES = {module.__file__ for module in (_scheduler_py, _bounded_queue_py)}
+CONSTRUCTORS = {"__init__", "_shell"}
+
+
+def call_with_action_at_construction(k: int, call: Callable[[], Any],
+                                     action: Callable[[], Any]) -> tuple[Any, bool]:
+    """``call()``, running ``action`` as the twin builds the k-th object of its own classes.
+
+    Returns the call's result and whether the action ran.
+    """
+    built = 0
+    ran = False
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal built, ran
+        code = frame.f_code
+        if (event != "call" or code.co_name not in CONSTRUCTORS
+                or code.co_filename not in TWIN_FILES):
+            return
+        built += 1
+        if built == k:
+            ran = True
+            sys.setprofile(None)
+            try:
+                action()
+            finally:
+                sys.setprofile(profile)
+
+    sys.setprofile(profile)
+    try:
+        result = call()
+    finally:
+        sys.setprofile(None)
+    return result, ran
+
+
+def injectors(impl: Any) -> list[Callable[[int, Callable[[], Any], Callable[[], Any]],
+                                         tuple[Any, bool]]]:
+    """The ways to run user code inside a call of ``impl``: see the module docstring."""
+    if getattr(impl, "__name__", "") == "pysched._core":
+        return [call_with_collection_at]
+    return [call_with_collection_at, call_with_action_at_construction]
+
+
+def runs_with_user_code_inside(impl: Any, make: Callable[[], Any], call: Callable[[Any], Any],
+                               action: Callable[[Any], Any],
+                               limit: int = 200) -> Iterator[tuple[Any, Any, str]]:
+    """Each way to run user code inside a call, at each point k = 1, 2, ... in turn.
+
+    For each, a fresh ``state = make()`` and ``call(state)`` with ``action(state)``
+    run inside; yields ``(state, result, where)`` for the runs where it did.
+    """
+    held = drain_freelists(impl)
+    fired = 0
+    for inject in injectors(impl):
+        for k in range(1, limit):
+            state = make()
+            result, inside = inject(k, lambda state=state: call(state),
+                                    lambda state=state: action(state))
+            if not inside:
+                break
+            fired += 1
+            yield state, result, f"{inject.__name__}, k = {k}"
+    del held
+    assert fired, "the call allocated nothing: the harness tested nothing"

@@ -14,7 +14,7 @@ where no server runs.
 from __future__ import annotations
 
 import os
-import subprocess  # noqa: F401 - hostile references reach os through it
+import subprocess  # hostile references in tests reach os through it, too
 import threading
 import time
 import uuid
@@ -141,6 +141,20 @@ def postgres_url() -> str:
     return url
 
 
+def restart_postgres(url: str) -> None:
+    """Restart the test server: the command in PYSCHED_TEST_POSTGRES_RESTART (.ci/run sets
+    it), else end every other session on it, which is what its clients see of a restart."""
+    command = os.environ.get("PYSCHED_TEST_POSTGRES_RESTART")
+    if command:
+        subprocess.run(command, shell=True, check=True, stdout=subprocess.DEVNULL)
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+                   " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
+
+
 def unique_table() -> str:
     return "t_" + uuid.uuid4().hex[:16]
 
@@ -174,6 +188,27 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[dict[s
         drop_postgres_table(url, table)
 
 
+def schedulers(store_spec: dict[str, Any]) -> Iterator[Any]:
+    """The body of a ``make`` fixture: ``make(**options)`` makes a scheduler on a new store
+    object over the test's data; each is closed (and checked closed) afterwards."""
+    reset()
+    made: list[durable.DurableScheduler] = []
+
+    def factory(**options: Any) -> durable.DurableScheduler:
+        options.setdefault("poll_interval", 0.05)
+        store = open_spec(store_spec)
+        sched = durable.DurableScheduler(store, **options)
+        made.append(sched)
+        return sched
+
+    yield factory
+    for sched in made:
+        sched.close(timeout=30)
+        assert sched.closed
+        if store_spec["kind"] != "memory":
+            sched.store.close()
+
+
 def open_spec(spec: dict[str, Any]) -> durable.Store:
     """A (new) store object on the spec's data."""
     if spec["kind"] == "memory":
@@ -197,3 +232,7 @@ def put_raw(store: durable.Store, spec: dict[str, Any], **fields: Any) -> None:
         store._conns.get().execute(  # type: ignore[attr-defined]
             f"INSERT INTO {spec['table']} ({cols}) VALUES ({', '.join(['%s'] * len(row))})",
             tuple(row.values()))
+
+
+def outcome(claim: durable.Claim, state: str = "completed") -> durable.Outcome:
+    return durable.Outcome(claim.token, claim.task_id, claim.version, state, None)

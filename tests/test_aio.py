@@ -110,13 +110,9 @@ def test_schedule_in_is_relative_to_the_loop_clock(make_scheduler):
 def test_an_idle_scheduler_does_not_poll(make_scheduler):
     # A virtual loop counts its waits: one timer for the one task, no ticking.
     async def main():
-        loop = asyncio.get_running_loop()
-        waits = []
-        select = loop._selector.select
-        loop._selector.select = lambda timeout=None: (waits.append(timeout), select(timeout))[1]
         async with make_scheduler() as s:
             await s.schedule_in("a", 86400.0, 0, lambda: None)
-        return [w for w in waits if w]
+        return asyncio.get_running_loop().waits
 
     waits = run(main, VirtualTimeLoop)
     assert len(waits) == 1 and waits[0] == pytest.approx(86400.0)
@@ -130,12 +126,9 @@ def test_the_timer_is_armed_for_the_heads_own_run_at(make_scheduler):
 
     async def main():
         loop = asyncio.get_running_loop()
-        waits = []
-        select = loop._selector.select
-        loop._selector.select = lambda timeout=None: (waits.append(timeout), select(timeout))[1]
         async with make_scheduler() as s:
             ran_at = await s.schedule("a", run_at, 0, loop.time)
-        return ran_at, [w for w in waits if w]
+        return ran_at, loop.waits
 
     ran_at, waits = run(main, functools.partial(VirtualTimeLoop, now))
     assert ran_at == run_at and len(waits) == 1
@@ -482,3 +475,38 @@ def test_the_module_doctests_pass():
 
     result = doctest.testmod(pysched.aio._scheduler)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_future_kept_after_its_version_holds_neither_its_arguments_nor_its_context(
+        make_scheduler, loop_factory):
+    import contextvars
+    import gc
+    import weakref
+
+    var = contextvars.ContextVar("var")
+
+    class Payload:
+        pass
+
+    async def coro(payload):
+        await asyncio.sleep(0)
+
+    async def main():
+        refs, futures = [], []
+        async with make_scheduler() as s:
+            for name, fn, delay in [("plain", id, 0.0), ("coro", coro, 0.0),
+                                    ("cancelled", id, 10.0), ("replaced", id, 10.0)]:
+                payload, value = Payload(), Payload()
+                var.set(value)
+                refs += [weakref.ref(payload), weakref.ref(value)]
+                futures.append(s.schedule_in(name, delay, 0, fn, (payload,)))
+                del payload, value
+            s.cancel("cancelled")
+            s.schedule_in("replaced", 0.0, 0, int)
+            var.set(None)
+            await asyncio.gather(*futures, return_exceptions=True)
+        gc.collect()
+        return [ref() is None for ref in refs], futures
+
+    freed, futures = run(main, loop_factory)
+    assert all(freed) and all(f.done() for f in futures)

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from aio_helpers import (  # noqa: F401  (fixtures)
+    LOOPS,
     VirtualTimeLoop,
     loop_factory_fixture,
     make_scheduler_fixture,
@@ -212,6 +213,9 @@ def test_an_eager_task_factory_starts_coroutines_in_their_own_context(make_sched
         await asyncio.sleep(0)
         return name, seen, var.get()
 
+    if loop_factory is LOOPS["uvloop"]:
+        pytest.skip("uvloop's create_task and asyncio's eager task factory do not fit together")
+
     def new_loop():
         loop = loop_factory()
         loop.set_task_factory(asyncio.eager_task_factory)
@@ -226,3 +230,35 @@ def test_an_eager_task_factory_starts_coroutines_in_their_own_context(make_sched
             return [await f for f in futures]
 
     assert run(main, new_loop) == [(t, t, t) for t in "ABC"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="eager tasks came in Python 3.12")
+def test_an_eager_task_factory_may_end_a_version_before_create_task_returns(make_scheduler,
+                                                                            loop_factory):
+    if loop_factory is LOOPS["uvloop"]:
+        pytest.skip("uvloop's create_task and asyncio's eager task factory do not fit together")
+
+    async def instant(value):  # never suspends: its eager first step is all of it
+        return value
+
+    async def fails():
+        raise ValueError("at once")
+
+    def new_loop():
+        loop = loop_factory()
+        loop.set_task_factory(asyncio.eager_task_factory)
+        return loop
+
+    async def main():
+        async with make_scheduler(max_concurrency=2) as s:
+            futures = [s.schedule(k, 0.0, 0, instant, (k,)) for k in range(5)]
+            failing = s.schedule("fails", 0.0, 0, fails)
+            results = [await f for f in futures]
+            with pytest.raises(ValueError, match="at once"):
+                await failing
+            s._check()
+            return results, s.stats(), [f._aio for f in futures]
+
+    results, stats, tasks = run(main, new_loop)
+    assert results == list(range(5)) and (stats["completed"], stats["failed"]) == (5, 1)
+    assert tasks == [None] * 5  # a Future kept after its version does not keep its Task

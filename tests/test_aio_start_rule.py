@@ -170,3 +170,28 @@ def test_a_teardown_cancel_ends_with_a_reason(make_scheduler, loop_factory):
             return caught.value.args, fut.cancel_reason
 
     assert run(main, loop_factory) == (("from outside",), "cancelled")
+
+
+@pytest.mark.parametrize("then", ["cancel", "aclose"])
+def test_a_task_cancelled_from_outside_before_its_first_step_is_released_later(
+        make_scheduler, loop_factory, then):
+    async def main():
+        ran = []
+
+        async def body():
+            ran.append("body")
+
+        s = make_scheduler()
+        fut = s.schedule("a", 0.0, 0, body)
+        between_claim_and_first_step(lambda: fut._aio.cancel())  # not through the scheduler
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert s.state_of("a") == "running" and not fut.done()
+        if then == "cancel":
+            assert s.cancel("a") is True
+        await s.aclose()  # does not wait for it forever
+        s._check()
+        return ran, fut.cancel_reason, s.state
+
+    reason = "cancelled" if then == "cancel" else "closed"
+    assert run(main, loop_factory) == ([], reason, "closed")

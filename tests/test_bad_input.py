@@ -225,7 +225,7 @@ def new_pool(**kwargs: Any) -> Callable[[Any], Any]:
 
 
 POOL = [
-    Case("ThreadPoolScheduler(max_workers=)", "0", ValueError, "max_workers must be >= 1",
+    Case("ThreadPoolScheduler(max_workers=)", "0", ValueError, "max_workers must be greater than 0",
          new_pool(max_workers=0)),
     Case("ThreadPoolScheduler(max_workers=)", "'2'", TypeError, "max_workers must be an int",
          new_pool(max_workers="2")),

@@ -109,6 +109,18 @@ def test_json_has_the_promised_fields(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "growth_reference_heapq" in doc and "targets" not in doc
 
 
+def test_only_times_the_competitors_named(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "out.json"
+    code, out, _ = run_cli(["--sizes", "20,200", "--sections", "scheduler,bounded,memory",
+                            "--only", "versioned,two_heaps,nsmallest", "--quiet",
+                            "--json", str(path)], capsys)
+    assert code == 0
+    rows = json.loads(path.read_text())["rows"]
+    assert {row["competitor"] for row in rows} == {"versioned", "two_heaps", "nsmallest"}
+    assert "pure twin" not in out and "SortedList" not in out
+
+
 def test_bad_sizes_and_sections_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     for args in (["--sizes", "ten"], ["--sections", "scheduler,nope"]):
         with pytest.raises(SystemExit) as exit_info:
@@ -120,7 +132,7 @@ def test_bad_sizes_and_sections_are_usage_errors(capsys: pytest.CaptureFixture[s
 def test_hidden_options_stay_out_of_help() -> None:
     text = cli.parser().format_help()
     assert "--full" in text and "--json" in text and "--plot" in text
-    assert "--sizes" not in text and "--sections" not in text
+    assert "--sizes" not in text and "--sections" not in text and "--only" not in text
 
 
 # --- matplotlib -----------------------------------------------------------------------------

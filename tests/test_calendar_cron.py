@@ -136,6 +136,10 @@ def test_an_expression_matching_only_nonexistent_times_returns_none_within_the_h
 
 def test_the_end_of_the_calendar_is_none() -> None:
     assert Cron("0 0 1 1 *").next_after(datetime(9999, 6, 1, tzinfo=UTC)) is None
+    kiritimati = Cron("* * * * *", tz="Pacific/Kiritimati")  # UTC+14
+    assert kiritimati.next_after(datetime.max.replace(tzinfo=UTC)) is None
+    with pytest.raises(ValueError, match="dt is too close to the start of the calendar"):
+        kiritimati.next_after(datetime.min.replace(tzinfo=UTC))
     assert Cron("* * * * *").next_fire(datetime(9999, 12, 31, 23, 59, tzinfo=UTC).timestamp()) \
         is None
 

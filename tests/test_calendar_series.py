@@ -8,6 +8,7 @@ import pytest
 from calendar_driver import Driver, FakeClocks, ts
 
 from pysched.calendar import ClockWatch, Cron, Event, EventHub, Every, Reading, Series
+from pysched.calendar import series as series_module
 
 HOUR = 3600.0
 
@@ -182,6 +183,54 @@ def test_overlap_coalesce_runs_once_for_the_fire_times_during_a_run() -> None:
     assert (first.reason, first.fire_time, first.count) == ("overlap", ts("2025-01-01T00:02"), 1)
 
 
+def test_a_coalesced_run_waits_again_when_the_wall_clock_is_set_back_before_it_starts() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("slow", Cron("* * * * *"), clocks.read(), overlap="coalesce", recheck=600)
+    clocks.advance(30)
+    assert series.poll(clocks.read()).start is not None  # 00:01 runs until 00:03:30
+    clocks.advance(150)
+    series.finished(clocks.read())  # 00:02 and 00:03 came due: one run for 00:03, decided
+    clocks.set_wall(-120)  # now 00:01:30
+    assert series.poll(clocks.read()).start is None
+    assert series.next_wake(clocks.read()) == clocks.mono + 90
+    clocks.advance(90)
+    start = series.poll(clocks.read()).start
+    assert start is not None and start.fire_time == ts("2025-01-01T00:03")
+
+
+@pytest.mark.parametrize("catch_up", ["none", "latest", "all"])
+def test_a_run_that_waits_for_a_worker_past_the_grace_follows_catch_up(catch_up: str) -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("busy", Cron("* * * * *"), clocks.read(), catch_up=catch_up)
+    clocks.advance(30)
+    decision = series.poll(clocks.read())  # 00:01, on time
+    assert decision.start is not None and decision.events == []
+    clocks.advance(5)  # every worker busy for 5 s
+    started, events = series.begin(clocks.read())
+    [event] = events
+    assert (event.reason, event.fire_time, event.lateness) == ("misfire", ts("2025-01-01T00:01"),
+                                                               5.0)
+    if catch_up == "none":
+        assert not started and event.kind == "skipped" and series.running is None
+        clocks.advance(55)
+        nxt = series.poll(clocks.read()).start
+        assert nxt is not None and nxt.fire_time == ts("2025-01-01T00:02")
+    else:
+        assert started and event.kind == "late"
+
+
+def test_a_run_decided_late_is_not_reported_twice_when_it_begins() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), catch_up="latest")
+    clocks.advance(40)  # 00:01 is 10 s late when decided
+    decision = series.poll(clocks.read())
+    assert [e.kind for e in decision.events] == ["late"]
+    clocks.advance(5)
+    assert series.begin(clocks.read()) == (True, [])
+    with pytest.raises(RuntimeError):
+        Series("t", Every(5), clocks.read()).begin(clocks.read())
+
+
 def test_on_error_stop_ends_the_series_and_continue_goes_on() -> None:
     for on_error, runs in (("stop", 1), ("continue", 3)):
         clocks = FakeClocks(ts("2025-01-01T00:00:30"))
@@ -197,7 +246,7 @@ def test_on_error_stop_ends_the_series_and_continue_goes_on() -> None:
 def test_a_month_offline_costs_bounded_work() -> None:
     # a durable series restarts from its last fire time after 30 days down:
     # 2.6 million fire times of an every-second cron were missed
-    clocks = FakeClocks(ts("2025-01-31T00:00:00.5"))
+    clocks = FakeClocks(ts("2025-01-31T00:00:00.500000"))
     last = ts("2025-01-01T00:00")
     newest = ts("2025-01-31T00:00")  # within the grace: on time
     expected = {"none": [newest], "latest": [newest],
@@ -230,6 +279,24 @@ def test_a_month_offline_catch_up_all_runs_the_newest_missed() -> None:
     assert decision.start is not None and decision.start.fire_time == late[0]
 
 
+@pytest.mark.parametrize("missed", [9, 10, 12, 14, 15, 16, 40])
+def test_catch_up_all_around_the_scan_limit_runs_the_newest(monkeypatch: pytest.MonkeyPatch,
+                                                            missed: int) -> None:
+    monkeypatch.setattr(series_module, "SCAN_LIMIT", 10)
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
+    series = Series("s", Every(1), clocks.read(), catch_up="all", max_catch_up=5,
+                    misfire_grace=0.5)
+    clocks.advance(missed + 0.75)  # fire times 1 .. missed are missed
+    decision = series.poll(clocks.read())
+    late = [e.fire_time for e in decision.events if e.kind == "late"]
+    assert late == [float(k) for k in range(missed - 4, missed + 1)]
+    skipped = [e for e in decision.events if e.kind == "skipped"]
+    if missed <= 15:  # the scan plus the five newest: every skipped one counted
+        assert [(e.fire_time, e.count) for e in skipped] == [(1.0, missed - 5)]
+    else:
+        assert [(e.fire_time, e.count) for e in skipped] == [(1.0, None)]
+
+
 def test_every_is_anchored_so_runs_do_not_drift() -> None:
     clocks = FakeClocks(ts("2025-01-01T00:00"), mono=50.0)
     series = Series("e", Every(10), clocks.read(), misfire_grace=100)
@@ -248,6 +315,49 @@ def test_every_with_a_start_in_the_past_catches_up_by_policy() -> None:
     assert (skipped.kind, skipped.reason, skipped.count, skipped.timeline) == (
         "skipped", "misfire", 10, "monotonic")
     assert decision.start is not None and decision.start.fire_time == 50.0
+
+
+def test_no_misfire_grace_runs_each_due_fire_time_up_to_the_cap() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("n", Cron("* * * * *"), clocks.read(), misfire_grace=None, max_catch_up=3)
+    clocks.advance(5 * 60)  # 00:01 .. 00:05 are due
+    decision = series.poll(clocks.read())
+    assert [(e.kind, e.reason, e.count) for e in decision.events] == [
+        ("skipped", "catch_up_cap", 2)]
+    started = [decision.start]
+    while series.running is not None:
+        series.finished(clocks.read())
+        started.append(series.poll(clocks.read()).start)
+    # the newest three, as catch_up="all" keeps the newest missed ones
+    assert [f.fire_time for f in started if f is not None] == [
+        ts("2025-01-01T00:03"), ts("2025-01-01T00:04"), ts("2025-01-01T00:05")]
+
+
+def test_an_interval_on_the_wall_timeline_has_the_same_fire_times_in_every_process() -> None:
+    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    first = FakeClocks(ts("2025-01-01T00:00:05"), mono=10.0)
+    second = FakeClocks(ts("2025-01-01T00:07:30"), mono=99_999.0)  # started later, elsewhere
+    a = Series("e", Every(60, start=start), first.read(), timeline="wall", misfire_grace=None)
+    b = Series("e", Every(60, start=start), second.read(), timeline="wall", last_fire=ts(
+        "2025-01-01T00:07"))
+    assert a.timeline == b.timeline == "wall"
+    assert a.next_fire_times(9)[-2:] == [ts("2025-01-01T00:07"), ts("2025-01-01T00:08")]
+    assert b.next_fire_times(1) == [ts("2025-01-01T00:08")]
+    with pytest.raises(ValueError, match="timeline"):
+        Series("c", Cron("* * * * *"), first.read(), timeline="monotonic")
+    with pytest.raises(ValueError, match="timeline"):
+        Series("c", Every(5), first.read(), timeline="elsewhere")
+
+
+def test_runs_decided_but_not_started_are_skipped_when_the_series_stops() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), catch_up="all", misfire_grace=0)
+    clocks.advance(3 * 60)  # 00:01, 00:02, 00:03 missed: three runs decided, one starts
+    assert series.poll(clocks.read()).start is not None
+    events = series.cancel("closed")
+    assert [(e.kind, e.reason, e.fire_time) for e in events] == [
+        ("skipped", "closed", ts("2025-01-01T00:02")),
+        ("skipped", "closed", ts("2025-01-01T00:03")), ("stopped", "closed", None)]
 
 
 def test_pause_resume_skips_with_events() -> None:

@@ -1,7 +1,8 @@
 """Every mutating method, with a finaliser that calls back in at each of its allocations.
 
 For each call under test and each finaliser action, the scenario is run with a
-collection at the call's 1st, 2nd, ... tracked allocation (tests/core_reentrancy.py)
+collection at the call's 1st, 2nd, ... tracked allocation, and on the twin also
+with the action at its 1st, 2nd, ... object built (tests/core_reentrancy.py),
 until the call makes no more. The finaliser's action ran inside the call, so
 the outcome must be that of one of the two orders, action then call or call
 then action, as a plain model computes them: the call's result, and the whole
@@ -14,7 +15,7 @@ from __future__ import annotations
 import bisect
 
 import pytest
-from core_reentrancy import call_with_collection_at, drain_freelists
+from core_reentrancy import runs_with_user_code_inside
 from test_bounded_queue_stateful import Model as QueueModel
 from test_scheduler_stateful import Model as SchedulerModel
 
@@ -199,13 +200,25 @@ SCHEDULER_BATCHES = {
 def model_scheduler_outcomes(call, action):
     """The outcomes of action-then-call, call-then-action and, for a batch, action inside."""
     call_fn, action_fn = SCHEDULER_CALLS[call], SCHEDULER_ACTIONS[action]
-    orders = [lambda m: (action_fn(m), norm(call_fn(m)))[1],
-              lambda m: (norm(call_fn(m)), action_fn(m))[0]]
-    if call in SCHEDULER_BATCHES:
+
+    def action_first(m):
+        action_fn(m)
+        return norm(call_fn(m))
+
+    def action_last(m):
+        result = norm(call_fn(m))
+        action_fn(m)
+        return result
+
+    def action_inside(m, split):
         before, rest = SCHEDULER_BATCHES[call]
-        for split in (1, 2):
-            orders.append(lambda m, split=split: (
-                norm(before(m, split)) + [action_fn(m)][:0] + norm(rest(m, split))))
+        result = norm(before(m, split))
+        action_fn(m)
+        return result + norm(rest(m, split))
+
+    orders = [action_first, action_last]
+    if call in SCHEDULER_BATCHES:
+        orders += [lambda m, split=split: action_inside(m, split) for split in (1, 2)]
     outcomes = []
     for order in orders:
         m = ModelScheduler()
@@ -218,27 +231,22 @@ def model_scheduler_outcomes(call, action):
 @pytest.mark.parametrize("action", sorted(SCHEDULER_ACTIONS))
 @pytest.mark.parametrize("call", sorted(SCHEDULER_CALLS))
 def test_scheduler_calls_survive_a_finaliser_at_each_allocation(impl, call, action):
-    call_fn, action_fn = SCHEDULER_CALLS[call], SCHEDULER_ACTIONS[action]
     expected = model_scheduler_outcomes(call, action)
-    held = drain_freelists(impl)
-    fired = 0
-    for k in range(1, 200):
+
+    def make():
         s = RealScheduler(impl)
         base_scheduler(s)
-        result, inside = call_with_collection_at(k, lambda s=s: call_fn(s),
-                                                 lambda s=s: action_fn(s))
-        if not inside:
-            break
-        fired += 1
+        return s
+
+    for s, result, where in runs_with_user_code_inside(
+            impl, make, SCHEDULER_CALLS[call], SCHEDULER_ACTIONS[action]):
         s._check()
         stats = s.stats()
         assert stats["heap_size"] <= max(2 * stats["heap_live"], impl.REBUILD_FLOOR)
         assert stats["stale"] >= 0
         outcome = (norm(result), drain_order(s))
-        assert outcome in expected, f"collection at allocation {k}: {outcome} not in {expected}"
+        assert outcome in expected, f"{where}: {outcome} not in {expected}"
         s._check()
-    del held
-    assert fired, "the call allocated nothing: the harness tested nothing"
 
 
 # -- StableBoundedPriorityQueue ---------------------------------------------------
@@ -378,18 +386,13 @@ def model_queue_outcomes(call, action):
 def test_queue_calls_survive_a_finaliser_at_each_allocation(impl, call, action):
     call_fn, action_fn = QUEUE_CALLS[call], QUEUE_ACTIONS[action]
     expected = model_queue_outcomes(call_fn, action_fn)
-    held = drain_freelists(impl)
-    fired = 0
-    for k in range(1, 200):
+
+    def make():
         q = RealQueue(impl, 4)
         base_queue(q)
-        result, inside = call_with_collection_at(k, lambda q=q: call_fn(q),
-                                                 lambda q=q: action_fn(q))
-        if not inside:
-            break
-        fired += 1
+        return q
+
+    for q, result, where in runs_with_user_code_inside(impl, make, call_fn, action_fn):
         q.q._check()
         outcome = (entry_norm(result), q.snapshot(), q.counters())
-        assert outcome in expected, f"collection at allocation {k}: {outcome} not in {expected}"
-    del held
-    assert fired, "the call allocated nothing: the harness tested nothing"
+        assert outcome in expected, f"{where}: {outcome} not in {expected}"

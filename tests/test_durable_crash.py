@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, unique_table
+from durable_helpers import drop_postgres_table, postgres_url, restart_postgres, unique_table
 
 sys.path.insert(0, str(Path(__file__).with_name("durable")))
 import harness  # noqa: E402
@@ -63,6 +63,18 @@ def test_crash_recovery_by_lease_expiry(target: tuple[str, str], tmp_path: Path)
     assert_clean(figures)
 
 
+def test_crash_recovery_through_a_database_restart(tmp_path: Path) -> None:
+    """PostgreSQL restarts while the last worker runs: it reconnects and runs the rest."""
+    url, table = postgres_url(), unique_table()
+    try:
+        figures = harness.crash_run(url, table, str(tmp_path / "runs.log"), n=400, kills=3,
+                                    seed=10, spread=1.0, max_delay=0.4,
+                                    restart=lambda: restart_postgres(url))
+    finally:
+        drop_postgres_table(url, table)
+    assert_clean(figures)
+
+
 def share(tmp_path: Path, **options: Any) -> dict[str, Any]:
     """A ``share_run`` on a fresh PostgreSQL table, checked: nothing lost, forbidden, run twice."""
     url, table = postgres_url(), unique_table()
@@ -85,9 +97,11 @@ def test_three_processes_share_a_schedule_and_take_over_after_a_kill(tmp_path: P
 
 @pytest.mark.slow
 def test_crash_recovery_10000_tasks_20_kills(target: tuple[str, str], tmp_path: Path) -> None:
+    """On PostgreSQL the database also restarts during the last worker's run."""
     url, table = target
+    restart = (lambda: restart_postgres(url)) if url.startswith("postgresql://") else None
     figures = harness.crash_run(url, table, str(tmp_path / "runs.log"), n=10_000, kills=20,
-                                seed=20, spread=8.0, max_delay=0.5)
+                                seed=20, spread=8.0, max_delay=0.5, restart=restart)
     assert_clean(figures)
     assert figures["kills"] == 20
 

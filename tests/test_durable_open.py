@@ -33,3 +33,15 @@ def test_sqlite_urls_and_paths_open_a_file(tmp_path: Path, monkeypatch: pytest.M
         store.close()
         assert path.exists(), target
     assert isinstance(open_store(None), MemoryStore)
+
+
+def test_the_scheduler_opens_the_table_it_is_given(tmp_path: Path) -> None:
+    s = DurableScheduler(str(tmp_path / "t.db"), table="jobs")
+    try:
+        assert isinstance(s.store, SQLiteStore) and s.store.table == "jobs"
+    finally:
+        s.close()
+    with pytest.raises(ValueError, match="table"):
+        DurableScheduler(None, table="jobs")
+    with pytest.raises(ValueError, match="table must match"):
+        DurableScheduler(str(tmp_path / "t.db"), table="bad name; drop")

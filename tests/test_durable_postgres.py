@@ -103,7 +103,7 @@ def test_a_worker_survives_an_outage_and_stores_the_outcomes_it_held(
 
 
 def test_a_notify_flood_does_not_force_a_full_read_per_notification(
-        pg: dict[str, Any]) -> None:
+        pg: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
     """Any role can NOTIFY the channel: 200 '*' and garbled payloads cost at most one
     full re-read per resync_interval, and real writes are still seen at once."""
     s = DurableScheduler(PostgresStore(pg["url"], table=pg["table"]), poll_interval=0.05,
@@ -112,13 +112,16 @@ def test_a_notify_flood_does_not_force_a_full_read_per_notification(
     try:
         h.wait_for(lambda: s.stats()["resyncs"] >= 2, what="the first LISTEN's re-read")
         before = s.stats()["resyncs"]
-        for i in range(200):
-            pg["admin"].execute("SELECT pg_notify(%s, %s)",
-                                (pg["table"], "*" if i % 2 else "{garbled"))
-        client.schedule([NewTask("marker", 0.0, 0, "note", ARGS)])
-        h.wait_for(lambda: s.row("marker")["state"] == "completed", what="the marker task")
+        with caplog.at_level("WARNING", logger="pysched.durable"):
+            for i in range(200):
+                pg["admin"].execute("SELECT pg_notify(%s, %s)",
+                                    (pg["table"], "*" if i % 2 else "{garbled"))
+            client.schedule([NewTask("marker", 0.0, 0, "note", ARGS)])
+            h.wait_for(lambda: s.row("marker")["state"] == "completed", what="the marker task")
         assert s.stats()["resyncs"] == before
         assert s.stats()["resyncs_skipped"] >= 1
+        refusals = [r for r in caplog.records if "full re-read" in r.getMessage()]
+        assert len(refusals) == 1  # logged once, not once per notification
     finally:
         s.close(timeout=30)
         s.store.close()
@@ -141,3 +144,24 @@ def test_a_large_batch_is_announced_by_ids_not_by_a_full_read(pg: dict[str, Any]
         s.close(timeout=30)
         s.store.close()
         client.close()
+
+
+def test_ids_beside_a_request_for_everything_are_not_lost(pg: dict[str, Any]) -> None:
+    """A '*' and a list of ids committed together arrive in one packet: the ids must
+    come back with ``everything`` set, not be swallowed by it (it may be debounced)."""
+    listener = PostgresStore(pg["url"], table=pg["table"])
+    try:
+        first = listener.wait_changes(1.0)
+        assert first is not None and not first and first.everything  # the subscription
+        with pg["admin"].transaction():
+            pg["admin"].execute("SELECT pg_notify(%s, '*')", (pg["table"],))
+            pg["admin"].execute("SELECT pg_notify(%s, %s)", (pg["table"], '["a", "b"]'))
+            pg["admin"].execute("SELECT pg_notify(%s, '{garbled')", (pg["table"],))
+        seen: set[str] = set()
+        everything = False
+        while (changed := listener.wait_changes(1.0)) is not None:
+            seen |= changed
+            everything |= changed.everything
+        assert seen == {"a", "b"} and everything
+    finally:
+        listener.close()

@@ -16,31 +16,15 @@ import pytest
 from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched import SchedulerClosed
-from pysched.durable import DurableScheduler, NewTask, NotDurable, TaskRegistry
+from pysched.durable import DurableScheduler, MemoryStore, NewTask, NotDurable, TaskRegistry
 
 ARGS = '{"args":[],"kwargs":{}}'
 
 
+
 @pytest.fixture
 def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
-    """``make(**options)``: a scheduler on a new store object over the test's data."""
-    h.reset()
-    made: list[DurableScheduler] = []
-
-    def factory(**options: Any) -> DurableScheduler:
-        options.setdefault("poll_interval", 0.05)
-        store = open_spec(store_spec)
-        sched = DurableScheduler(store, **options)
-        made.append(sched)
-        return sched
-
-    yield factory
-    for sched in made:
-        sched.close(timeout=30)
-        assert sched.closed
-        if store_spec["kind"] != "memory":
-            sched.store.close()
-
+    yield from h.schedulers(store_spec)
 
 def test_runs_with_args_and_reports_results_and_errors(make: Any) -> None:
     s = make(max_workers=2)
@@ -201,23 +185,28 @@ def test_another_owner_takes_over_an_expired_lease(make: Any) -> None:
 
 
 def test_hostile_rows_get_an_error_and_the_rest_run(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
-    s = make()
-    rows = {"unknown": ("no-such-task", ARGS, 1), "badjson": ("note", "{not json", 1),
-            "badshape": ("note", '[1, 2]', 1), "future": ("note", ARGS, 2),
-            "imports": ("os:system", json.dumps({"args": ["true"], "kwargs": {}}), 1)}
-    for task_id, (ref, args, fmt) in rows.items():
+    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    registry.register(h.note, "note")
+    s = make(registry=registry, resync_interval=0.05, stale_after=0.01)
+    rows = {"badjson": ("note", "{not json", 1), "badshape": ("note", '[1, 2]', 1),
+            "future": ("note", ARGS, 2), "missing": ("durable_helpers:missing", ARGS, 1)}
+    # Names this worker does not serve are left for one that does, never run or marked.
+    unserved = {"unknown": ("no-such-task", ARGS, 1),
+                "imports": ("os:system", json.dumps({"args": ["true"], "kwargs": {}}), 1)}
+    for task_id, (ref, args, fmt) in {**rows, **unserved}.items():
         h.put_raw(s.store, store_spec, task_id=task_id, ref=ref, args=args, fmt=fmt)
     good = s.schedule_many([(f"ok{i}", s.clock(), 0, h.note, [i]) for i in range(10)])
     for f in good:
         f.result(30)
     h.wait_for(lambda: all(s.row(i)["state"] == "error" for i in rows), what="errors stored")
     errors = {i: s.row(i)["error"] for i in rows}
-    assert "unknown task 'no-such-task'" in errors["unknown"]
     assert "not valid JSON" in errors["badjson"]
     assert "JSON object" in errors["badshape"]
     assert "row format 2 is newer" in errors["future"]
-    assert "not in allowed_modules" in errors["imports"]
+    assert "has no attribute 'missing'" in errors["missing"]
     assert s.stats()["errors"] == len(rows)
+    h.wait_for(lambda: s.stats()["unclaimed"] == len(unserved), what="unclaimed rows in stats")
+    assert all(s.row(i)["state"] == "pending" and s.row(i)["attempts"] == 0 for i in unserved)
 
 
 def test_rows_with_impossible_fields_are_marked_at_sync(
@@ -357,3 +346,51 @@ def test_a_claimed_version_cancelled_before_it_started_never_starts_on_any_execu
         h.event("sc-release").set()
         s.close()
         pool.shutdown()
+
+
+class _SlowFullReads(MemoryStore):
+    """A memory store whose full re-reads hang while ``gate`` is shut."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.stuck = threading.Event()
+
+    def rows(self, task_ids: Any = None) -> Any:
+        if task_ids is None and not self.gate.is_set():
+            self.stuck.set()
+            assert self.gate.wait(30)
+        return super().rows(task_ids)
+
+
+def test_a_slow_full_read_never_delays_the_heartbeat() -> None:
+    h.reset()
+    store = _SlowFullReads()
+    s = DurableScheduler(store, lease=5.0, heartbeat=0.02, poll_interval=0.05,
+                         resync_interval=0.05)
+    try:
+        s.schedule("busy", s.clock(), 0, h.hold, args=["slow-started", "slow-release"])
+        assert h.event("slow-started").wait(30)
+        store.gate.clear()
+        assert store.stuck.wait(30)  # housekeeping is now inside a re-read that hangs
+        expiry = s.row("busy")["lease_expires"]
+        h.wait_for(lambda: s.row("busy")["lease_expires"] > expiry, what="a renewal")
+    finally:
+        store.gate.set()
+        h.event("slow-release").set()
+        s.close()
+
+
+def test_a_worker_repairs_rows_running_without_a_lease_and_reports_unknown_states(
+        make: Any, store_spec: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    s = make(resync_interval=0.05)
+    with caplog.at_level("WARNING", logger="pysched.durable"):
+        h.put_raw(s.store, store_spec, task_id="orphan", state="running")
+        h.put_raw(s.store, store_spec, task_id="odd", state="zombie")
+        h.wait_for(lambda: s.row("orphan")["state"] == "completed", what="the repaired row's run")
+        h.wait_for(lambda: any("does not know" in r.getMessage() for r in caplog.records),
+                   what="the unknown state's report")
+    assert s.stats()["repaired"] == 1 and s.row("odd")["state"] == "zombie"
+    reports = [r for r in caplog.records if "'odd'" in r.getMessage()]
+    assert len(reports) == 1  # once, not at every resync

@@ -6,13 +6,16 @@ for time to pass, so no test sleeps.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
 import pytest
 from durable_helpers import open_spec, put_raw, store_spec  # noqa: F401 - store_spec is a fixture
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from pysched.durable import NewTask, Outcome, Store
+from pysched.durable import NewTask, Outcome, Store, TaskRegistry
 
 LIVE, EXPIRED = 3600.0, -1.0
 ARGS = '{"args":[],"kwargs":{}}'
@@ -257,3 +260,39 @@ def test_rows_in_unknown_states_are_reported(store: Store, store_spec: dict[str,
     assert store.unknown_states() == []
     put_raw(store, store_spec, task_id="odd", state="zombie")
     assert store.unknown_states() == [("odd", "zombie")]
+
+
+_examples = itertools.count()
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_claim_takes_exactly_the_rows_a_worker_serves(store: Store, data: Any) -> None:
+    """The SQL filters and Serves.matcher() against a plain model of routing. Names,
+    modules and queues are new in each example, so earlier examples' rows never match."""
+    n = next(_examples)
+    refs = [f"x{n}a", f"x{n}b", f"x{n}m:f", f"x{n}m.sub:g", f"x{n}mm:h", f"x{n}m", f"x{n}"]
+    queues = [f"q{n}a", f"q{n}b", "default"]
+    rows = data.draw(st.lists(st.tuples(st.sampled_from(refs), st.sampled_from(queues)),
+                              max_size=10))
+    names = tuple(data.draw(st.lists(st.sampled_from(refs[:2]), unique=True)))
+    modules = data.draw(st.lists(st.sampled_from([f"x{n}m"]), max_size=1))
+    served_queues = data.draw(st.none() | st.lists(st.sampled_from(queues), min_size=1,
+                                                   unique=True).map(tuple))
+    registry = TaskRegistry(allowed_modules=modules)
+    for name in names:
+        registry.register(lambda: None, name)
+    serves = registry.serves(served_queues)
+
+    def model(ref: str, queue: str) -> bool:
+        by_name = ref in names or any(ref.startswith((m + ":", m + ".")) for m in modules)
+        return by_name and (served_queues is None or queue in served_queues)
+
+    ids = [f"e{n}r{i}" for i in range(len(rows))]
+    store.schedule([NewTask(i, 1.0, 0, ref, ARGS, queue)
+                    for i, (ref, queue) in zip(ids, rows, strict=True)])
+    expected = {i for i, (ref, queue) in zip(ids, rows, strict=True) if model(ref, queue)}
+    matches = serves.matcher()
+    assert {i for i, (ref, q) in zip(ids, rows, strict=True) if matches(ref, q)} == expected
+    assert {c.task_id for c in store.claim(1e9, 100, "w", LIVE, serves)} == expected

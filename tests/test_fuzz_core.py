@@ -9,6 +9,8 @@ both and every outcome, exception type and message agree.
 - Random inputs through hypothesis: a few hundred in the default suite, a
   large budget behind ``slow`` (PYSCHED_FUZZ_EXAMPLES sets it).
 - The coverage-guided campaign is tests/fuzz/fuzz_core.py (atheris).
+- The bounded queue has its own: tests/fuzz/differential_queue.py, fed by
+  hypothesis here and by tests/fuzz/fuzz_queue.py (atheris).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pathlib import Path
 
 import pytest
 from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
-from fuzz.decode import operations
+from fuzz.decode import operations, queue_operations
 from fuzz.differential import Divergence, run_differential
+from fuzz.differential_queue import run_queue_differential
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,3 +95,63 @@ def test_random_inputs_agree(data):
 @given(st.binary(min_size=1, max_size=2000))
 def test_random_inputs_agree_long(data):
     run(data)
+
+
+# Inputs rich in the newer operations (kind 15 with a second byte >= 192):
+# peek, cancel_pending, release, pop_due, schedule_many, and hold, which keeps
+# tasks running while their ids are scheduled again, so versions park.
+NEWER = st.tuples(st.integers(192, 255), st.binary(max_size=24)).map(
+    lambda t: bytes([15, t[0]]) + t[1])
+MIXED = st.lists(st.one_of(NEWER, st.binary(min_size=1, max_size=12)), min_size=1,
+                 max_size=60).map(b"".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MIXED)
+def test_random_inputs_with_the_newer_operations_agree(data):
+    run(data)
+
+
+def test_holding_tasks_while_rescheduling_parks_versions():
+    ops = [("burst", 40, 0, 0.0), ("hold", 10, 0.0, 0.0), ("hold", 10, 0.0, 0.5),
+           ("next", 1.0), ("peek",), ("cancel_pending", ("burst", 3)), ("release", 2),
+           ("pop_due", 1.0, 3), ("schedule_many", [("a", 0.0, 0, print), ("b", 1.0, 1, len)]),
+           ("complete", 0), ("fail", 1, ValueError("x"))]
+    diff = run_differential(compiled_module(), pure_namespace(), ops[:3])
+    assert diff.c.sched.stats()["parked"] > 0
+    diff.run(ops[3:])
+
+
+# -- the bounded queue: the core against the twin ------------------------------------
+
+
+def run_queue(data: bytes) -> None:
+    capacity, tenant_limit, ops = queue_operations(data)
+    run_queue_differential(compiled_module(), pure_namespace(), capacity, tenant_limit, ops)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(min_size=1, max_size=400))
+def test_random_queue_inputs_agree(data):
+    run_queue(data)
+
+
+def test_a_queue_divergence_is_caught():
+    class Lying:
+        __name__ = "lying"
+
+        def StableBoundedPriorityQueue(self, capacity, tenant_limit=None):  # noqa: N802
+            return pure_namespace().StableBoundedPriorityQueue(capacity + 1,
+                                                               tenant_limit=tenant_limit)
+
+    with pytest.raises(Divergence):
+        run_queue_differential(Lying(), pure_namespace(), 1, None,
+                               [("push", 1, "a", None, None), ("push", 0, "b", None, None)])
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("PYSCHED_FUZZ_EXAMPLES", "2000")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.binary(min_size=1, max_size=2000))
+def test_random_queue_inputs_agree_long(data):
+    run_queue(data)

@@ -101,3 +101,37 @@ def test_every_call_survives_memory_errors():
         fail_allocations_until_success(s, tasks, lambda t=task: s.complete(t))
     while fail_allocations_until_success(s, tasks, lambda: s.next(now=1e9)) is not None:
         pass
+
+
+def test_the_newer_calls_survive_memory_errors():
+    core = compiled_module()
+    s = core.Scheduler(clock=lambda: 0.0)
+    tasks = []
+    for i in range(40):
+        s.schedule(i, float(i % 3), i, noop)
+    fail_allocations_until_success(s, tasks, lambda: s.peek())
+    fail_allocations_until_success(s, tasks, lambda: s.cancel_pending(5))
+    tasks += fail_allocations_until_success(s, tasks, lambda: s.pop_due(0.0, 3))
+    s.schedule(tasks[0].task_id, 0.0, 0, noop)  # parked behind the running version
+    fail_allocations_until_success(s, tasks, lambda: s.cancel_pending(tasks[1].task_id))
+    fail_allocations_until_success(s, tasks, lambda: s.release(tasks[0]))
+    assert tasks[0].state == "cancelled"
+
+
+def test_pop_due_never_drops_a_claimed_task():
+    """A MemoryError part-way returns the tasks claimed so far; nothing is lost."""
+    testcapi = pytest.importorskip("_testcapi")
+    core = compiled_module()
+    for n in range(60):
+        s = core.Scheduler(clock=lambda: 0.0)
+        for i in range(20):
+            s.schedule(i, 0.0, 0, noop)
+        testcapi.set_nomemory(n, 0)
+        try:
+            claimed = s.pop_due(0.0)
+        except MemoryError:
+            claimed = []
+        finally:
+            testcapi.remove_mem_hooks()
+        s._check()
+        assert len(claimed) + len(s) == 20 and s.stats()["running"] == len(claimed)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import logging
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -54,7 +58,7 @@ def test_schedule_during_close_raises_and_adds_nothing(make_pool):
             call()
     after = pool.stats()
     assert after["scheduled"] == before["scheduled"] and after["pending"] == 0
-    assert len(pool._core) == 0 and pool._pending == {}
+    assert len(pool._core) == 0 and pool._book.pending == {}
     gate.release()
     assert pool.close() is True
     with pytest.raises(SchedulerClosed, match="closed"):
@@ -281,3 +285,85 @@ def test_shutdown_from_inside_a_task_does_not_wait_for_the_drain(make_pool, cloc
     assert first.result(WAIT) == "draining"
     pool.shutdown(wait=True)  # from outside: waits for the second version
     assert pool.state == "closed" and pool.stats()["completed"] == 2
+
+
+# -- the interpreter's exit and an unreferenced pool, as ThreadPoolExecutor ----------
+
+def _run_child(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_work_submitted_before_exit_runs_before_the_interpreter_exits():
+    child = _run_child("""
+        import time, pysched
+        pool = pysched.ThreadPoolScheduler(2)
+        pool.submit(lambda: (time.sleep(0.3), print("apple")))
+        pool.schedule_in("later", 3600.0, 0, print, ("never",))
+    """)
+    assert (child.returncode, child.stdout, child.stderr) == (0, "apple\n", "")
+
+
+def test_shutdown_without_waiting_then_exit_keeps_the_running_task():
+    child = _run_child("""
+        import threading, pysched
+        started = threading.Event()
+        def task():
+            started.set()
+            threading.Event().wait(0.3)
+            print("apple")
+        pool = pysched.ThreadPoolScheduler(2)
+        pool.submit(task)
+        started.wait()
+        pool.shutdown(wait=False)
+    """)
+    assert (child.returncode, child.stdout, child.stderr) == (0, "apple\n", "")
+
+
+def test_submit_after_the_interpreter_began_to_exit_raises_runtime_error():
+    child = _run_child("""
+        import atexit, pysched
+        @atexit.register
+        def last():  # atexit runs after threading's exit hooks
+            try:
+                pool.submit(print, "never")
+            except RuntimeError as exc:
+                print(type(exc).__name__, exc)
+        pool = pysched.ThreadPoolScheduler(2)
+    """)
+    assert child.stdout == ("RuntimeError cannot schedule new futures after interpreter"
+                            " shutdown\n"), child
+    assert child.returncode == 0
+
+
+def test_an_unreferenced_pool_runs_its_work_and_its_threads_exit(impl):
+    pool = pysched.ThreadPoolScheduler(3, _core_factory=impl.Scheduler)
+    futures = [pool.submit(abs, -n) for n in range(10)]
+    threads = list(pool._threads)
+    del pool
+    gc.collect()
+    for thread in threads:
+        thread.join(WAIT)
+        assert not thread.is_alive(), f"{thread.name} outlived its unreferenced pool"
+    assert [f.result(0) for f in futures] == list(range(10))
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_max_workers_below_one_is_refused_in_thread_pool_executors_words(bad):
+    with pytest.raises(ValueError, match="max_workers must be greater than 0"):
+        pysched.ThreadPoolScheduler(bad)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_exits_without_waiting_for_its_parents_pool_threads():
+    child = _run_child("""
+        import os, pysched
+        pool = pysched.ThreadPoolScheduler(2)
+        pool.submit(abs, -1).result()
+        pid = os.fork()
+        if pid == 0:
+            raise SystemExit(7)  # the child exits through the interpreter's exit hooks
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """)
+    assert (child.returncode, child.stdout) == (0, "7\n"), child

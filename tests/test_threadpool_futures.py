@@ -1,7 +1,7 @@
 """TaskFuture behaves as a concurrent.futures.Future wherever Futures are used.
 
 TaskFuture skips ``Future.__init__`` and makes the Condition and lists of a
-Future only when needed (see pysched._task_future), so these tests go through
+Future only when needed (see pysched.pool.future), so these tests go through
 the standard library's own consumers: result() and exception() with timeouts,
 done callbacks, ``concurrent.futures.wait`` and ``as_completed``, asyncio's
 ``wrap_future``, and ``repr``. The first test pins the private names it relies on.
@@ -37,6 +37,19 @@ def test_a_task_future_makes_no_condition_unless_someone_waits(make_pool):
         pass
     assert fut.result() == 1 and fut.exception() is None
     assert fut._cond is None and fut._waiter_list is None and fut._callback_list is None
+
+
+@pytest.mark.parametrize("collect", [cf.wait, lambda fs: list(cf.as_completed(fs))])
+def test_wait_and_as_completed_make_no_condition(make_pool, collect):
+    # They lock every Future they get; a Condition each made them slow on many Futures.
+    pool = make_pool(2)
+    gate = Gate()
+    pending = [pool.submit(gate) for _ in range(4)]  # two run, two wait in the core
+    done = [pool.submit(abs, -n) for n in range(3)]
+    gate.release()
+    collect(pending + done)
+    assert all(f._cond is None for f in pending + done)
+    assert [f.result(0) for f in done] == [0, 1, 2]
 
 
 def test_result_and_exception_wait_with_timeouts(make_pool):

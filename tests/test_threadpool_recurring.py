@@ -13,7 +13,7 @@ import pytest
 from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import SchedulerFull
-from pysched._recurring import Recurrence
+from pysched.pool.recurring import Recurrence
 
 
 class Runs:

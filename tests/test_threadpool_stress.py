@@ -7,6 +7,9 @@ Checked after close() returns, for each seed and both cores:
   knows the id, since the core forgets finished ids and numbers a new
   lifetime from 1 again;
 - no cancelled, replaced or evicted version ever started;
+- the start rule: a version whose Future was neither running nor done when a
+  cancel(task_id) or a replacing schedule() returned never started (it was
+  claimed but not started, say: the cancel or the replacement wins);
 - at most max_workers bodies ran at once, and never two versions of one id;
 - the stats account for every version and the core's invariants hold.
 Nothing here waits for time to pass: run_at values are at most 2 ms ahead and
@@ -57,7 +60,31 @@ class Ledger:
             self.concurrency.leave()
 
 
-def produce(pool, ledger, rng, ops, futures, lock, counter):
+class Versions:
+    """The schedules of each id, and those that a cancel or replacement must have stopped."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_id: dict[object, list[tuple[int, object]]] = {}
+        self.doomed: set[int] = set()
+
+    def before(self, task_id: object) -> list[tuple[int, object]]:
+        with self.lock:
+            return list(self.by_id.get(task_id, ()))
+
+    def after(self, earlier: list[tuple[int, object]]) -> None:
+        """The call that ended these ids' pending versions returned: doom the unstarted ones."""
+        # One read of the state: PENDING now means neither running nor done.
+        unstarted = [n for n, fut in earlier if fut._state == "PENDING"]
+        with self.lock:
+            self.doomed.update(unstarted)
+
+    def add(self, task_id: object, n: int, fut: object) -> None:
+        with self.lock:
+            self.by_id.setdefault(task_id, []).append((n, fut))
+
+
+def produce(pool, ledger, rng, ops, futures, lock, counter, versions):
     ids = [f"id{k}" for k in range(24)]
     for _ in range(ops):
         op = rng.random()
@@ -67,8 +94,11 @@ def produce(pool, ledger, rng, ops, futures, lock, counter):
                 n = next(counter)
             run_at = pool.clock() + rng.random() * 0.002
             timeout = 0.0003 if rng.random() < 0.1 else None
+            earlier = versions.before(task_id)
             fut = pool.schedule(task_id, run_at, rng.randrange(-3, 4), ledger.body,
                                 (n, task_id, rng.random() < 0.3), timeout=timeout)
+            versions.after(earlier)
+            versions.add(task_id, n, fut)
             futures.append((n, task_id, fut))
         elif op < 0.65:
             with lock:
@@ -82,7 +112,12 @@ def produce(pool, ledger, rng, ops, futures, lock, counter):
                                       start_at=pool.clock())
             futures.append((-1, series_id, fut))
         elif op < 0.85:
-            pool.cancel(task_id if rng.random() < 0.8 else rng.choice(SERIES_IDS))
+            if rng.random() < 0.8:
+                earlier = versions.before(task_id)
+                pool.cancel(task_id)
+                versions.after(earlier)
+            else:
+                pool.cancel(rng.choice(SERIES_IDS))
         elif futures:
             rng.choice(futures)[2].cancel()
 
@@ -92,6 +127,7 @@ def run_stress(impl, seed, ops):
 
     pool = ThreadPoolScheduler(MAX_WORKERS, _core_factory=impl.Scheduler)
     ledger = Ledger()
+    versions = Versions()
     futures: list[tuple[int, object, object]] = []
     lock = threading.Lock()
     counter = itertools.count()
@@ -101,7 +137,7 @@ def run_stress(impl, seed, ops):
         rng = random.Random(seed * 1000 + k)
         mine: list = []
         start.wait()
-        produce(pool, ledger, rng, ops, mine, lock, counter)
+        produce(pool, ledger, rng, ops, mine, lock, counter, versions)
         with lock:
             futures.extend(mine)
 
@@ -116,7 +152,7 @@ def run_stress(impl, seed, ops):
         pool.shutdown(wait=True)
     else:
         assert pool.close(wait=True)
-    return pool, ledger, futures
+    return pool, ledger, futures, versions
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -130,7 +166,11 @@ def test_stress_many_seeds(impl, seed):
     check(*run_stress(impl, seed, ops=5000))
 
 
-def check(pool, ledger, futures):
+def check(pool, ledger, futures, versions):
+    started_after_their_end = sorted(n for n in versions.doomed if ledger.ran[n])
+    assert not started_after_their_end, (
+        f"{len(started_after_their_end)} versions started after a cancel or replacement"
+        f" returned while they were neither running nor done: {started_after_their_end[:10]}")
     assert pool.state == "closed"
     for n, _task_id, fut in futures:
         assert fut.done(), f"future {n} unresolved after close"

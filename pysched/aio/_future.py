@@ -2,9 +2,12 @@
 
 A version's Future also carries what the scheduler needs to run it (its
 caller's context, and once claimed the core Task and the asyncio Task that
-awaits its result), so each version allocates one object of ours. Fields live
-in ``__slots__``: a Future subclass with a ``__dict__`` costs about 200 ns
-more to make, and the scheduler makes one per ``schedule()``.
+awaits its result), so each version allocates one object of ours. The fields
+every version or every coroutine sets live in ``__slots__``, set when they
+first matter; those most versions leave at their default are class
+attributes, set on the instance (in the ``__dict__`` that asyncio's Future
+already has) only when they differ. The scheduler makes one per
+``schedule()``, so each field set counts.
 """
 
 from __future__ import annotations
@@ -38,20 +41,24 @@ class AsyncTaskFuture(asyncio.Future):  # type: ignore[type-arg]
     as it does for asyncio's own Futures.
     """
 
-    __slots__ = ("_owner", "_task_id", "_version", "_context", "_cancel_reason",
-                 "_task", "_aio", "_coro", "_stop_reason", "_stop_msg")
+    __slots__ = ("_owner", "_task_id", "_version", "_context", "_task", "_aio", "_coro")
 
     # Set by the scheduler right after construction (see AsyncScheduler.schedule):
     _owner: _Owner | None  # while the version is pending or running
     _task_id: Hashable
     _version: int
-    _context: contextvars.Context  # its caller's context, which the version runs in
-    _cancel_reason: str | None
-    _task: Any  # the core Task, once claimed
-    _aio: asyncio.Task[Any] | None  # the asyncio Task awaiting the result, if any
-    _coro: Any  # the coroutine that Task runs, to tell whether it has begun
-    _stop_reason: str | None  # why a running version was asked to stop
-    _stop_msg: Any  # the message it was asked to stop with
+    # Its caller's context, which the version runs in; dropped once it started
+    # or ended, as the core Task is, so a Future kept after its version holds
+    # neither the context's values nor fn and its arguments.
+    _context: contextvars.Context | None
+    # Set when the version is claimed:
+    _task: Any  # the core Task
+    _aio: asyncio.Task[Any] | None  # the asyncio Task awaiting its result, if any
+    _coro: Any  # the coroutine that Task awaits, to tell whether it has begun (with _aio)
+    # Defaults, set on the instance when they differ:
+    _cancel_reason: str | None = None
+    _stop_reason: str | None = None  # why a running version was asked to stop
+    _stop_msg: Any = None  # the message it was asked to stop with
 
     @property
     def task_id(self) -> Hashable:
@@ -80,24 +87,8 @@ class AsyncTaskFuture(asyncio.Future):  # type: ignore[type-arg]
     def _resolve_cancelled(self, reason: str, msg: Any = None) -> bool:
         """Cancel the Future itself with ``reason`` (also its message unless ``msg`` is given)."""
         self._owner = None
+        self._context = None
         if self.done():
             return False
         self._cancel_reason = reason
         return super().cancel(msg if msg is not None else reason)
-
-
-def new_future(owner: _Owner, task_id: Hashable, version: int,
-               loop: asyncio.AbstractEventLoop) -> AsyncTaskFuture:
-    """The Future of a version just scheduled, in its caller's context."""
-    fut = AsyncTaskFuture(loop=loop)
-    fut._owner = owner
-    fut._task_id = task_id
-    fut._version = version
-    fut._context = contextvars.copy_context()
-    fut._cancel_reason = None
-    fut._task = None
-    fut._aio = None
-    fut._coro = None
-    fut._stop_reason = None
-    fut._stop_msg = None
-    return fut

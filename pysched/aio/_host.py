@@ -12,11 +12,16 @@ teardown, where a new Task would be destroyed while still pending.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Host"]
+from ._calls import TASKS_TAKE_A_CONTEXT
+
+__all__ = ["NAME", "Host"]
+
+NAME = "pysched AsyncScheduler host"
 
 
 async def _wait(wake: asyncio.Future[None]) -> None:
@@ -32,10 +37,16 @@ class Host:
         self._wake: asyncio.Future[None] = loop.create_future()
         self._ended = False
         self._on_lost = on_lost
-        self.task = loop.create_task(_wait(self._wake), name="pysched AsyncScheduler host")
+        # In an empty context of its own: a copy of its creator's would keep
+        # that caller's context values alive for as long as the host lives.
+        context = contextvars.Context()
+        if TASKS_TAKE_A_CONTEXT:
+            self.task = loop.create_task(_wait(self._wake), name=NAME, context=context)
+        else:
+            self.task = context.run(loop.create_task, _wait(self._wake), name=NAME)
         # lost() catches a cancel the moment it is made; this catches it even if
         # nothing asks lost() afterwards (one loop iteration later).
-        self.task.add_done_callback(self._done)
+        self.task.add_done_callback(self._done, context=context)
 
     def lost(self) -> bool:
         """Whether something other than ``end()`` has asked the host to stop."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
+from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from contextvars import copy_context
 from inspect import isawaitable
 from types import CoroutineType
 from typing import Any
@@ -18,14 +19,16 @@ from .. import _impl
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN, check_transition
 from .._errors import SchedulerClosed
-from .._validate import check_callable, check_capacity, check_hashable, check_time
-from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, new_future
+from .._validate import check_capacity, check_hashable, check_time
+from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
+from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
-from ._tasks import TASKS_TAKE_A_CONTEXT, has_begun
 
 __all__ = ["AsyncScheduler"]
 
-_NO_ARGS: tuple[Any, ...] = ()  # schedule()'s default, the same object as every ()
+# schedule()'s default, the same object as every (): without arguments fn is
+# stored as it is, and the core checks it.
+_NO_ARGS: tuple[Any, ...] = ()
 
 _COUNTERS = ("scheduled", "completed", "failed", "cancelled", "replaced")
 
@@ -126,12 +129,18 @@ class AsyncScheduler:
         TypeError/ValueError/OverflowError naming a bad argument; a refused
         call changes nothing. O(log n).
         """
-        loop = self._bind()
+        loop = get_running_loop()
+        if loop is not self._loop:
+            loop = self._bind()
         if self._state is not OPEN:
             raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
-        call = _bound_call(fn, args, kwargs)
+        call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
-        fut = new_future(self, task_id, version, loop)
+        fut = AsyncTaskFuture(loop=loop)
+        fut._owner = self
+        fut._task_id = task_id
+        fut._version = version
+        fut._context = copy_context()
         self._counts.scheduled += 1
         old = self._pending.get(task_id)
         self._pending[task_id] = fut
@@ -330,16 +339,19 @@ class AsyncScheduler:
         """End a claimed version that has not begun, as if it never was: it never will."""
         del self._running[run._task_id]
         self._core.release(run._task)
+        run._task = None
         if reason == REPLACED:
             self._counts.replaced += 1
         else:
             self._counts.cancelled += 1
         aio = run._aio
         assert aio is not None
-        self._orphans.add(aio)
-        aio.add_done_callback(self._orphan_done, context=self._own_context)
-        aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
+        if not aio.done():  # else something cancelled it already (a loop shutting down)
+            self._orphans.add(aio)
+            aio.add_done_callback(self._orphan_done, context=self._own_context)
+            aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
         run._coro.close()  # so the coroutine is not reported as never awaited
+        run._aio = run._coro = None
         run._resolve_cancelled(reason, msg)
 
     def _orphan_done(self, aio: asyncio.Task[Any]) -> None:
@@ -412,11 +424,14 @@ class AsyncScheduler:
         task_id = task.task_id
         fut = self._pending.pop(task_id)
         fut._task = task
+        fut._aio = None
         running = self._running
         running[task_id] = fut
         if len(running) > self._peak:
             self._peak = len(running)
         context = fut._context
+        assert context is not None
+        fut._context = None
         self._calling = fut
         try:
             result = context.run(task.fn)
@@ -431,11 +446,15 @@ class AsyncScheduler:
                     aio = self._loop.create_task(coro, context=context)
                 else:  # the Task copies the current context
                     aio = context.run(self._loop.create_task, coro)
-                fut._aio = aio
-                if fut._stop_reason is not None:  # cancelled while its fn ran
-                    aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
+                if running.get(task_id) is fut:  # not ended by an eager first step
+                    fut._aio = aio
+                    if fut._stop_reason is not None:  # cancelled while its fn ran
+                        aio.cancel(fut._stop_msg if fut._stop_msg is not None
+                                   else fut._stop_reason)
                 return
         except BaseException as exc:  # noqa: BLE001 - each outcome is the version's, as in a Task
+            if running.get(task_id) is not fut:  # an eager first step ended it, then raised
+                raise
             del running[task_id]
             self._end(fut, None, exc)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -445,7 +464,14 @@ class AsyncScheduler:
         finally:
             self._calling = None
         del running[task_id]
-        self._end(fut, result, None)
+        if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
+            fut._owner = None
+            fut._task = None
+            self._core.complete(task)
+            self._counts.completed += 1
+            fut.set_result(result)
+        else:
+            self._end(fut, result, None)
 
     async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
         """The coroutine of a version's asyncio Task: await its result, then finish it.
@@ -461,18 +487,22 @@ class AsyncScheduler:
             raise
         except BaseException as error:  # noqa: BLE001
             exc, result = error, None
-        del self._running[fut._task_id]
-        fut._coro = None
+        running = self._running
+        del running[fut._task_id]
         self._end(fut, result, exc)
-        self._settle()
-        self._request_pump()  # a slot is free, and a parked newer version may be due
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        fut._aio = fut._coro = None  # the Task holds the version's context
+        if not running or self._drain_waiters:
+            self._settle()
+        if self._pump_handle is None:  # a slot is free, and a parked newer version may be due
+            self._request_pump()
+        if exc is not None and isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise exc
 
     def _end(self, fut: AsyncTaskFuture, result: Any, exc: BaseException | None) -> None:
         """Finish a version that has left ``_running``: the core, the counters, its Future."""
         fut._owner = None
         task = fut._task
+        fut._task = None
         if exc is None and fut._stop_reason is not None and fut._aio is None:
             # A plain call asked to stop while it ran ends cancelled, as a
             # Task cancelled in its last step does.
@@ -493,7 +523,7 @@ class AsyncScheduler:
             self._core.fail(task, exc)
             self._counts.failed += 1
             if not fut.done():
-                fut.set_exception(_settable(exc))
+                fut.set_exception(settable(exc))
 
     def _settle(self) -> None:
         """After versions ended: let the host go when idle, close when closing and idle."""
@@ -528,28 +558,3 @@ class AsyncScheduler:
     def _on_timer(self) -> None:
         self._timer = None
         self._pump()
-
-
-def _settable(exc: BaseException) -> BaseException:
-    """``exc``, or a RuntimeError from it if it is a StopIteration (which a Future refuses)."""
-    if isinstance(exc, StopIteration):
-        error = RuntimeError("a scheduled function raised StopIteration")
-        error.__cause__ = exc
-        return error
-    return exc
-
-
-def _bound_call(fn: Callable[..., Any], args: Iterable[Any],
-                kwargs: Mapping[str, Any] | None) -> Callable[[], Any]:
-    """``fn`` with its arguments bound, after checking all three (the core checks ``fn``)."""
-    if args is _NO_ARGS and kwargs is None:
-        return fn
-    check_callable(fn, "fn")
-    if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
-        raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")
-    if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise TypeError(f"kwargs must be a mapping, not {type(kwargs).__name__}")
-    args = tuple(args)
-    if not args and not kwargs:
-        return fn
-    return functools.partial(fn, *args, **(kwargs or {}))

@@ -27,7 +27,7 @@ from . import (
     scheduling,
 )
 from .competitors import CORE, VERSIONED, core_available
-from .plan import Row, Step, run_steps
+from .plan import Keep, Row, Step, keep_all, run_steps
 from .progress import Progress
 from .workloads import WORKLOADS
 
@@ -65,17 +65,21 @@ def parser() -> argparse.ArgumentParser:
     # For tests and quick looks, hidden from --help: custom sizes, chosen sections.
     parse.add_argument("--sizes", type=_sizes, help=argparse.SUPPRESS)
     parse.add_argument("--sections", type=_sections, default=list(SECTIONS), help=argparse.SUPPRESS)
+    # Competitor keys to time (c, versioned, two_heaps, py, ...); the rest are left out.
+    parse.add_argument("--only", type=lambda text: frozenset(text.split(",")),
+                       help=argparse.SUPPRESS)
     return parse
 
 
-def plan(cfg: config.Config, sections: Sequence[str]) -> list[Step]:
-    """The steps of the chosen sections, in the order given."""
+def plan(cfg: config.Config, sections: Sequence[str], keep: Keep = keep_all) -> list[Step]:
+    """The steps of the chosen sections, in the order given, for the competitors kept."""
     makers: dict[str, Callable[[], list[Step]]] = {
-        "scheduler": lambda: scheduling.steps(cfg.sizes, cfg.budget, cfg.sched_cancel_cap),
+        "scheduler": lambda: scheduling.steps(cfg.sizes, cfg.budget, cfg.sched_cancel_cap,
+                                              keep=keep),
         "bounded": lambda: bounded.steps(cfg.churn_pushes, cfg.capacities, cfg.top_n,
-                                         cfg.top_ks, cfg.budget),
-        "drain": lambda: draining.steps(cfg.drain_n, cfg.budget),
-        "memory": lambda: memory.steps(cfg.memory_n),
+                                         cfg.top_ks, cfg.budget, keep),
+        "drain": lambda: draining.steps(cfg.drain_n, cfg.budget, keep),
+        "memory": lambda: memory.steps(cfg.memory_n, keep),
         "runtime": lambda: runtime.steps(cfg.throughput_tasks, cfg.throughput_repeat,
                                          cfg.lateness_tasks, cfg.lateness_span,
                                          cfg.lateness_repeat),
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
               " pure twin beside the baselines, without speedups", file=sys.stderr)
     elif "drain" in args.sections and not draining.drainers():
         print("note: this core has no pop_due: the drain section is left out", file=sys.stderr)
-    steps = plan(cfg, args.sections)
+    steps = plan(cfg, args.sections, keep_all if args.only is None else args.only.__contains__)
     rows = run_steps(steps, Progress(enabled=not args.quiet))
     checks, reference = growth_checks(rows), growth_checks(rows, REFERENCE)
     print(render(rows, checks, reference, report.header(about, mode), cfg), end="")

@@ -18,7 +18,7 @@ from typing import Any
 from .bounded_baselines import SortedBoundedQueue, TwoHeapsQueue
 from .bounded_workloads import churn, churn_priorities, churn_queue, top_k
 from .competitors import CORE, core_available, sortedcontainers_available
-from .plan import Row, Step, Timed, timed_group
+from .plan import Keep, Row, Step, Timed, keep_all, timed_group
 from .scheduling import Disagreement
 
 SECTION = "bounded"
@@ -51,7 +51,7 @@ def verify(queues: Sequence[tuple[str, str, type]], k: int) -> None:
             raise Disagreement(f"bounded-queue churn at capacity {capacity}: "
                                f"{', '.join(states)} end in different states")
     tops = {label: top_k(cls, k, VERIFY_PUSHES, 1)() for _, label, cls in queues}
-    tops["heapq.nsmallest"] = top_k(None, k, VERIFY_PUSHES, 1)()
+    tops["heapq.nsmallest"] = top_k(None, k, VERIFY_PUSHES, 1)()  # always: the reference
     if len({tuple(top) for top in tops.values()}) > 1:
         raise Disagreement(f"top-{k}: {', '.join(tops)} disagree")
 
@@ -67,9 +67,9 @@ def _top_k_ops(cls: type | None, k: int, n: int) -> Callable[[], int]:
 
 
 def steps(pushes: int, capacities: Sequence[int], top_n: int, ks: Sequence[int],
-          budget: float) -> list[Step]:
+          budget: float, keep: Keep = keep_all) -> list[Step]:
     """Verification, then churn per capacity and top-k per k, the queues timed in turns."""
-    queues = queue_competitors()
+    queues = [queue for queue in queue_competitors() if keep(queue[0])]
 
     def check() -> list[Row]:
         verify(queues, min(ks))
@@ -84,6 +84,7 @@ def steps(pushes: int, capacities: Sequence[int], top_n: int, ks: Sequence[int],
             for key, label, cls in queues]
         plan.append(timed_group(f"churn C={capacity:,}", churns, budget))
     top: list[tuple[str, str, Any]] = [*queues, ("nsmallest", "heapq.nsmallest", None)]
+    top = [entry for entry in top if keep(entry[0])]
     for k in ks:
         tops: list[Timed] = [
             ({"section": SECTION, "workload": "top_k", "param": "k", "size": k,

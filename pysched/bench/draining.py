@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from .competitors import CORE, VERSIONED, core_available, drain_scheduler, drain_versioned
-from .plan import Row, Step, Timed, timed_group
+from .plan import Keep, Row, Step, Timed, keep_all, timed_group
 from .scheduling import Disagreement
 from .workloads import Drain, Fns, Make, noop
 
@@ -95,9 +95,9 @@ def verify(ways: Sequence[tuple[str, str, Make, Drain]], n: int) -> None:
         raise Disagreement(f"drain of {n:,} tasks: {', '.join(orders)} disagree")
 
 
-def steps(n: int, budget: float) -> list[Step]:
+def steps(n: int, budget: float, keep: Keep = keep_all) -> list[Step]:
     """Verification, then the drains of n tasks timed in turns; nothing without pop_due."""
-    ways = drainers()
+    ways = [way for way in drainers() if keep(way[0])]
     if not ways:
         return []
 

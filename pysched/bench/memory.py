@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from .competitors import CORE, VERSIONED, core_available, drain_scheduler, drain_versioned
-from .plan import Row, Step
+from .plan import Keep, Row, Step, keep_all
 from .workloads import noop
 
 SECTION = "memory"
@@ -111,9 +111,10 @@ def in_child(impl: str, n: int, figure: str) -> float:
 MEASURED = [(CORE, "pysched"), (VERSIONED, "heapq, versioned"), ("py", "pure twin")]
 
 
-def steps(n: int) -> list[Step]:
+def steps(n: int, keep: Keep = keep_all) -> list[Step]:
     """One step per scheduler: its bytes per pending task and its share left after draining."""
-    impls = MEASURED if core_available() else MEASURED[1:]
+    impls = [(key, label) for key, label in (MEASURED if core_available() else MEASURED[1:])
+             if keep(key)]
 
     def one(key: str, label: str) -> list[Row]:
         return [{"section": SECTION, "workload": "memory", "param": "n", "size": n,

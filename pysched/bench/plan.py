@@ -20,6 +20,13 @@ Row = dict[str, Any]
 # A row's identity and a build: ``build()`` draws inputs and returns a run,
 # ``run()`` does the work and returns its operation count.
 Timed = tuple[Row, Callable[[], Callable[[], int]]]
+# Which competitors (by key) a run includes: quick looks time only some.
+Keep = Callable[[str], bool]
+
+
+def keep_all(key: str) -> bool:
+    """The default Keep: every competitor."""
+    return True
 
 
 @dataclass(frozen=True)

@@ -92,8 +92,8 @@ def contender_table(title: str, rows: Sequence[Row],
 def throughput_table(rows: Sequence[Row]) -> list[str]:
     """Tasks per second through the pools, and the ratio to ThreadPoolExecutor."""
     title = (f"runtime throughput: {rows[0]['size']:,} due no-op tasks through 4 workers"
-             " (best of the interleaved repeats, wall time; ratio: against"
-             " ThreadPoolExecutor)") if rows else ""
+             " (whole runs, start to shutdown, median of the repeats in turns, wall time;"
+             " ratio: against ThreadPoolExecutor in the same idiom)") if rows else ""
     return contender_table(title, rows, [("tasks/s", "tasks_per_s", ",.0f"),
                                          ("ns/task", "ns_per_op", ",.0f"),
                                          ("ratio", "ratio", ".2f")])

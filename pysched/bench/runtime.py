@@ -3,8 +3,9 @@
 The workloads are runtime_workloads.py's, which time themselves in wall
 time: threads, clocks and wake-ups are what is measured here.
 
-- throughput: due no-op tasks through 4 workers, the contenders interleaved
-  in each repeat so machine noise hits all alike; the best rate of each.
+- throughput: whole runs (start to shutdown) of due no-op tasks through 4
+  workers, in three idioms of collecting the results, the contenders in turns
+  in each repeat so machine noise hits all alike; the median rate of each.
 - start lateness: tasks spread evenly over a span with idle workers; start
   minus due time, as seen by the task itself; the contenders take turns, and
   each percentile is the median over the runs.
@@ -18,7 +19,7 @@ from functools import partial
 
 from .competitors import CORE
 from .plan import Row, Step
-from .runtime_workloads import BASELINE, lateness_contenders, throughput
+from .runtime_workloads import BASELINE, IDIOMS, lateness_contenders, throughput
 
 SECTION = "runtime"
 WORKERS = 4
@@ -27,15 +28,20 @@ WORKERS = 4
 def _key(name: str) -> str:
     """A short key for a contender name such as ``ThreadPoolScheduler[c].schedule``."""
     return (name.replace("ThreadPoolScheduler", "pool").replace("ThreadPoolExecutor", "tpe")
-            .replace("[", "_").replace("]", "").replace(".", "_"))
+            .replace(", ", "_").replace("()", "").replace("[", "_").replace("]", "")
+            .replace(".", "_"))
 
 
 def _throughput(tasks: int, repeat: int) -> list[Row]:
     result = throughput(tasks, WORKERS, repeat)
-    # The baseline first, then the core's rows, then the twin's.
-    order = sorted(result, key=lambda name: (name != BASELINE, f"[{CORE}]" not in name))
+    # By idiom; in each the baseline first, then the core's rows, then the twin's.
+    idioms = list(IDIOMS)
+    order = sorted(result, key=lambda name: (idioms.index(result[name]["idiom"]),
+                                             not name.startswith(BASELINE),
+                                             f"[{CORE}]" not in name))
     return [{"section": SECTION, "workload": "throughput", "param": "tasks", "size": tasks,
-             "competitor": _key(name), "label": name, "tasks_per_s": figures["tasks_per_s"],
+             "competitor": _key(name), "label": name, "idiom": figures["idiom"],
+             "tasks_per_s": figures["tasks_per_s"],
              "ns_per_op": 1e9 / figures["tasks_per_s"], "ratio": figures["ratio"]}
             for name, figures in ((name, result[name]) for name in order)]
 

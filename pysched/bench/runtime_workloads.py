@@ -4,10 +4,13 @@ These workloads time themselves in wall time (``time.perf_counter`` and
 ``time.monotonic``): threads, clocks and wake-ups are what is measured, and
 CPU time of one process would leave out the waiting that matters here.
 
-- ``throughput()``: n due no-op tasks through the workers, submitted in a
-  loop and then waited for, for ThreadPoolExecutor.submit and for
-  ThreadPoolScheduler (submit, and schedule with explicit ids) on each
-  available core, interleaved in each repeat so machine noise hits all alike.
+- ``throughput()``: whole runs of n due no-op tasks through the workers:
+  make the executor, submit in a loop, collect the results in one of three
+  idioms (a ``result()`` loop, ``concurrent.futures.wait()``,
+  ``as_completed()``), shut down. ThreadPoolExecutor.submit against
+  ThreadPoolScheduler (submit, and schedule with explicit ids in the
+  ``result()`` idiom) on each available core, the contenders in turns in
+  each repeat so machine noise hits all alike; the median of each.
 - ``lateness_*()``: n tasks spread evenly over ``span`` seconds with idle
   workers; start lateness (start minus due time, measured by the task itself
   on time.monotonic) for ThreadPoolScheduler, ``sched.scheduler`` and asyncio
@@ -18,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import sched
+import statistics
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from functools import partial
 from typing import Any
 
@@ -70,30 +74,75 @@ def drain_schedule(pool: ThreadPoolScheduler, n: int) -> float:
     return time.perf_counter() - start
 
 
-def _pool(workers: int, core: Callable[..., Any],
-          drain: Callable[[Any, int], float]) -> tuple[Any, Callable[[Any, int], float]]:
-    return ThreadPoolScheduler(workers, _core_factory=core), drain
+def collect_results(futures: Iterable[Future[Any]]) -> None:
+    for future in futures:
+        future.result()
+
+
+def collect_wait(futures: Iterable[Future[Any]]) -> None:
+    wait(futures)
+
+
+def collect_as_completed(futures: Iterable[Future[Any]]) -> None:
+    for future in as_completed(futures):
+        future.result()
+
+
+# How a caller waits for its results; the first is the plain loop.
+IDIOMS: dict[str, Callable[[Iterable[Future[Any]]], None]] = {
+    "result()": collect_results, "wait()": collect_wait, "as_completed()": collect_as_completed}
+
+
+def whole_run(make: Callable[[], Any], n: int, by_id: bool,
+              collect: Callable[[Iterable[Future[Any]]], None]) -> float:
+    """Seconds to make an executor, run n due no-ops through it, collect them, shut it down."""
+    start = time.perf_counter()
+    executor = make()
+    if by_id:  # schedule(): explicit ids, run_at now, so order and versions are kept
+        clock = executor.clock
+        futures = [executor.schedule(k, clock(), 0, noop) for k in range(n)]
+    else:
+        futures = [executor.submit(noop) for _ in range(n)]
+    collect(futures)
+    executor.shutdown(wait=True)
+    return time.perf_counter() - start
+
+
+def label(contender: str, idiom: str) -> str:
+    """A throughput row's label: the contender, and the idiom unless it is the result() loop."""
+    return contender if idiom == "result()" else f"{contender}, {idiom}"
 
 
 def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, Any]:
-    """Tasks per second (best of ``repeat``) and the ratio to ThreadPoolExecutor, by contender."""
-    contenders: dict[str, Callable[[], tuple[Any, Callable[[Any, int], float]]]] = {
-        BASELINE: lambda: (ThreadPoolExecutor(workers), drain_submit)}
+    """Tasks per second of whole runs (median of ``repeat``) and the ratio to ThreadPoolExecutor.
+
+    Keyed by ``label(contender, idiom)``; each ratio is against
+    ThreadPoolExecutor in the same idiom.
+    """
+    makers: dict[str, tuple[Callable[[], Any], bool]] = {
+        BASELINE: (partial(ThreadPoolExecutor, workers), False)}
     for name, core in cores().items():
-        contenders[f"ThreadPoolScheduler[{name}].submit"] = partial(
-            _pool, workers, core, drain_submit)
-        contenders[f"ThreadPoolScheduler[{name}].schedule"] = partial(
-            _pool, workers, core, drain_schedule)
-    best: dict[str, float] = {}
+        make: Callable[[], Any] = partial(ThreadPoolScheduler, workers, _core_factory=core)
+        makers[f"ThreadPoolScheduler[{name}].submit"] = (make, False)
+        makers[f"ThreadPoolScheduler[{name}].schedule"] = (make, True)
+    rates: dict[str, list[float]] = {}
     for _ in range(repeat):
-        for name, make in contenders.items():
-            executor, drain = make()
-            drain(executor, 1000)  # warm-up: threads started, caches warm
-            seconds = drain(executor, n)
-            executor.shutdown(wait=True)
-            best[name] = max(best.get(name, 0.0), n / seconds)
-    base = best[BASELINE]
-    return {name: {"tasks_per_s": rate, "ratio": rate / base} for name, rate in best.items()}
+        for idiom, collect in IDIOMS.items():
+            for contender, (make, by_id) in makers.items():
+                if by_id and idiom != "result()":
+                    continue
+                seconds = whole_run(make, n, by_id, collect)
+                rates.setdefault(label(contender, idiom), []).append(n / seconds)
+    result = {}
+    for idiom in IDIOMS:
+        base = statistics.median(rates[label(BASELINE, idiom)])
+        for contender in makers:
+            taken = rates.get(label(contender, idiom))
+            if taken:
+                rate = statistics.median(taken)
+                result[label(contender, idiom)] = {"tasks_per_s": rate, "ratio": rate / base,
+                                                   "idiom": idiom}
+    return result
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:

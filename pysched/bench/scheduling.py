@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from .competitors import SCHED_CANCEL_CAP, Competitor, scheduler_competitors
-from .plan import Row, Step, Timed, timed_group
+from .plan import Keep, Row, Step, Timed, keep_all, timed_group
 from .workloads import WORKLOADS, Workload, noop, run_order
 
 SECTION = "scheduler"
@@ -41,9 +41,10 @@ def _build(workload: Workload, comp: Competitor, n: int, seed: int) -> Callable[
 
 
 def steps(sizes: Sequence[int], budget: float, sched_cancel_cap: int = SCHED_CANCEL_CAP,
-          seed: int = 0, workloads: Sequence[Workload] = WORKLOADS) -> list[Step]:
+          seed: int = 0, workloads: Sequence[Workload] = WORKLOADS,
+          keep: Keep = keep_all) -> list[Step]:
     """The verification step, then one timed step per (workload, size): competitors in turns."""
-    competitors = scheduler_competitors(sched_cancel_cap)
+    competitors = [comp for comp in scheduler_competitors(sched_cancel_cap) if keep(comp.key)]
 
     def check() -> list[Row]:
         for workload in workloads:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from datetime import tzinfo
 
 from ._cron_fields import CronFields
 
@@ -19,15 +19,6 @@ _AMBIGUOUS = {
 }
 
 
-class _Described(Protocol):
-    _fields: CronFields
-    nonexistent: str
-    ambiguous: str
-
-    @property
-    def tz(self) -> object: ...
-
-
 def _duration(seconds: int) -> str:
     for unit, size in (("h", 3600), ("min", 60)):
         if seconds % size == 0:
@@ -35,18 +26,16 @@ def _duration(seconds: int) -> str:
     return f"{seconds} s"
 
 
-def describe(cron: _Described) -> str:
-    """One sentence (and a DST clause where a zone has clock changes)."""
-    fields = cron._fields
+def describe(fields: CronFields, zone: tzinfo, nonexistent: str, ambiguous: str) -> str:
+    """One sentence, with the zone and, outside UTC, the DST policy."""
     words = fields.explain()
-    zone = str(cron.tz)
-    if zone == "UTC":
+    name = str(zone)
+    if name == "UTC":
         return f"{words} (UTC)"
     if fields.period is not None:
         every = _duration(fields.period)
         dst = (f"runs every {every} of elapsed time across a clock change by a multiple of "
-               f"{every}; otherwise {_NONEXISTENT[cron.nonexistent]} and "
-               f"{_AMBIGUOUS[cron.ambiguous]}")
+               f"{every}; otherwise {_NONEXISTENT[nonexistent]} and {_AMBIGUOUS[ambiguous]}")
     else:
-        dst = f"{_NONEXISTENT[cron.nonexistent]}; {_AMBIGUOUS[cron.ambiguous]}"
-    return f"{words} ({zone} time); {dst}"
+        dst = f"{_NONEXISTENT[nonexistent]}; {_AMBIGUOUS[ambiguous]}"
+    return f"{words} ({name} time); {dst}"

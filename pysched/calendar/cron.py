@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from .._recurring import check_choice
+from .._validate import check_capacity, check_choice
 from ._cron_fields import CronFields
+from ._describe import describe
 from ._readings import Reading
 from ._zones import AMBIGUOUS, NONEXISTENT, Placement, place, resolve_tz, transition_instant
 
@@ -79,8 +80,6 @@ class Cron:
 
     __slots__ = ("_fields", "_zone", "nonexistent", "ambiguous")
 
-    timeline = "wall"
-
     def __init__(self, expr: str, *, tz: str | tzinfo | None = None,
                  nonexistent: str = "shift", ambiguous: str = "first") -> None:
         self._fields = CronFields(expr)
@@ -115,7 +114,7 @@ class Cron:
         or the end of the calendar). Naive ``dt``: ValueError.
         """
         check_aware(dt, "dt")
-        found = self._next_utc(dt.astimezone(_UTC).replace(tzinfo=None))
+        found = self._search(dt.astimezone(_UTC).replace(tzinfo=None), "dt")
         return None if found is None else found.replace(tzinfo=_UTC).astimezone(self._zone)
 
     def next_fire(self, after: float) -> float | None:
@@ -124,19 +123,20 @@ class Cron:
         # seconds, and rounding a time just before one up onto it would pass it.
         whole = math.floor(after)
         micros = math.floor((after - whole) * 1_000_000)
-        found = self._next_utc(_EPOCH + timedelta(seconds=whole, microseconds=micros))
+        found = self._search(_EPOCH + timedelta(seconds=whole, microseconds=micros), "after")
         return None if found is None else (found - _EPOCH).total_seconds()
 
-    def fires(self, now: Reading) -> CronFires:
-        """The fire times of a series scheduled at ``now``: the first is after ``now.wall``."""
+    def fires(self, now: Reading, timeline: str = "wall") -> CronFires:
+        """The fire times of a series scheduled at ``now``: the first is after ``now.wall``.
+
+        Calendar fire times are wall-clock instants: ``timeline`` must be "wall".
+        """
+        check_choice(timeline, "timeline", ("wall",))
         return CronFires(self, now.wall)
 
     def preview(self, n: int, after: datetime | None = None) -> list[datetime]:
         """The next ``n`` fire times after ``after`` (default: now); fewer if they run out."""
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int, not {type(n).__name__}")
-        if n < 0:
-            raise ValueError(f"n must be >= 0, got {n}")
+        n = check_capacity(n, "n")
         current = datetime.now(_UTC) if after is None else check_aware(after, "after")
         out: list[datetime] = []
         while len(out) < n:
@@ -149,9 +149,18 @@ class Cron:
 
     def describe(self) -> str:
         """What the schedule means, in words."""
-        from ._describe import describe  # the wording is only needed on request
+        return describe(self._fields, self._zone, self.nonexistent, self.ambiguous)
 
-        return describe(self)
+    def _search(self, t: datetime, name: str) -> datetime | None:
+        """``_next_utc``, with the ends of the calendar: None past the end, an error at
+        the start (local times before year 1 cannot be represented)."""
+        try:
+            return self._next_utc(t)
+        except OverflowError:
+            if t.year > 9000:
+                return None
+            raise ValueError(f"{name} is too close to the start of the calendar for "
+                             f"{self._zone}: {t} UTC") from None
 
     def _next_utc(self, t: datetime) -> datetime | None:
         """The first fire instant strictly after instant ``t`` (both naive UTC)."""

@@ -36,10 +36,12 @@ CATCH_UP_CAP = "catch_up_cap"  # older than the newest max_catch_up missed fire 
 PAUSED = "paused"              # it came due while the series was paused
 ERROR = "error"                # the run raised
 CANCELLED = "cancelled"        # the series was cancelled
+REPLACED = "replaced"          # a new series of the same id replaced it
+CLOSED = "closed"              # its scheduler closed
 SET_FORWARD = "set_forward"    # a jump forward (or a suspend)
 SET_BACK = "set_back"          # a jump back
-REASONS = (MISFIRE, JUMPED_OVER, OVERLAP, CATCH_UP_CAP, PAUSED, ERROR, CANCELLED, SET_FORWARD,
-           SET_BACK)
+REASONS = (MISFIRE, JUMPED_OVER, OVERLAP, CATCH_UP_CAP, PAUSED, ERROR, CANCELLED, REPLACED,
+           CLOSED, SET_FORWARD, SET_BACK)
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from .._validate import check_time
+from .._validate import check_choice, check_time
 from ._readings import Reading
 from .cron import check_aware
 
-__all__ = ["Every", "Grid"]
+__all__ = ["TIMELINES", "Every", "Grid"]
+
+TIMELINES = ("monotonic", "wall")
 
 
 class Grid:
@@ -19,14 +21,14 @@ class Grid:
     error accumulates and a late run never moves the ones after it.
     """
 
-    __slots__ = ("anchor", "interval", "first_index")
+    __slots__ = ("anchor", "interval", "first_index", "timeline")
 
-    timeline = "monotonic"
-
-    def __init__(self, anchor: float, interval: float, first_index: int) -> None:
+    def __init__(self, anchor: float, interval: float, first_index: int,
+                 timeline: str = "monotonic") -> None:
         self.anchor = anchor
         self.interval = interval
         self.first_index = first_index
+        self.timeline = timeline
 
     def first(self) -> float | None:
         """The first fire time."""
@@ -57,8 +59,6 @@ class Every:
 
     __slots__ = ("seconds", "start")
 
-    timeline = "monotonic"
-
     def __init__(self, seconds: float | timedelta, *, start: datetime | None = None) -> None:
         if isinstance(seconds, timedelta):
             seconds = seconds.total_seconds()
@@ -71,11 +71,20 @@ class Every:
     def __repr__(self) -> str:
         return f"Every({self.seconds!r}, start={self.start!r})"
 
-    def fires(self, now: Reading) -> Grid:
-        """The fire times of a series scheduled at ``now``, on the monotonic scale."""
-        if self.start is None:
-            return Grid(now.mono, self.seconds, 1)
-        return Grid(now.mono + (self.start.timestamp() - now.wall), self.seconds, 0)
+    def fires(self, now: Reading, timeline: str = "monotonic") -> Grid:
+        """The fire times of a series scheduled at ``now``.
+
+        On the monotonic scale by default. ``timeline="wall"`` puts them on
+        POSIX seconds instead, for a series whose fire times must be the same
+        in every process (a durable series): then a wall-clock jump moves them.
+        """
+        check_choice(timeline, "timeline", TIMELINES)
+        start = self.start
+        if timeline == "wall":
+            anchor = now.wall if start is None else start.timestamp()
+        else:
+            anchor = now.mono if start is None else now.mono + (start.timestamp() - now.wall)
+        return Grid(anchor, self.seconds, 1 if start is None else 0, timeline)
 
     def describe(self) -> str:
         """What the schedule means, in words."""

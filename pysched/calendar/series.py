@@ -2,8 +2,9 @@
 
 A scheduler (the thread pool, the asyncio scheduler, the durable runner)
 reads both clocks at each wake-up, asks a shared ``ClockWatch`` whether the
-wall clock jumped, and calls ``poll``; it starts the run ``poll`` returns,
-calls ``finished`` when the run ends, sleeps until ``next_wake`` on its
+wall clock jumped, and calls ``poll``; when a worker takes the run ``poll``
+returned it calls ``begin`` (which may skip a run grown too late), and
+``finished`` when the run ends; sleeps until ``next_wake`` on its
 monotonic clock, and hands every event to an ``EventHub``.
 
 Invariants, each by construction:
@@ -29,8 +30,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .._recurring import check_choice
-from .._validate import check_time
+from .._validate import check_choice, check_time
 from ._readings import Jump, Reading
 from .events import (
     CANCELLED,
@@ -72,7 +72,7 @@ class FireSequence(Protocol):
 class Trigger(Protocol):
     """What ``Series`` needs of ``Cron`` and ``Every``."""
 
-    def fires(self, now: Reading) -> FireSequence: ...
+    def fires(self, now: Reading, timeline: str = ...) -> FireSequence: ...
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,8 @@ def _before(t: float) -> float:
 class Series:
     """One recurring series: which fire times to run, skip, coalesce or run late.
 
-    ``misfire_grace`` (seconds): a fire time run within it of its instant is
-    on time; later, it is missed, and ``catch_up`` decides: ``"none"`` skips
+    ``misfire_grace`` (seconds, or None for no limit): a fire time run within
+    it of its instant is on time; later, it is missed, and ``catch_up`` decides: ``"none"`` skips
     the missed ones, ``"latest"`` runs once for all of them (or lets an
     on-time run stand for them), ``"all"`` runs each of the newest
     ``max_catch_up`` and skips older ones. ``overlap`` says what becomes of
@@ -110,17 +110,21 @@ class Series:
     wait and are then handled as late fire times). ``on_error``: ``"continue"``
     or ``"stop"`` the series when a run fails. ``last_fire``: the last fire time
     already handled (a durable series restarts from it); None: a new series.
+    ``timeline``: the trigger's own (None), or "wall" to put an ``Every`` on
+    POSIX seconds, the same in every process.
     """
 
-    __slots__ = ("series_id", "timeline", "misfire_grace", "catch_up", "max_catch_up",
+    __slots__ = ("series_id", "trigger", "timeline", "misfire_grace", "catch_up", "max_catch_up",
                  "overlap", "on_error", "recheck", "last_fire", "running", "paused",
                  "stopped", "_seq", "_next", "_ready", "_jump")
 
     def __init__(self, series_id: Hashable, trigger: Trigger, now: Reading, *,
-                 last_fire: float | None = None, misfire_grace: float = 1.0,
+                 last_fire: float | None = None, misfire_grace: float | None = 1.0,
                  catch_up: str = "latest", max_catch_up: int = 100, overlap: str = "skip",
-                 on_error: str = "continue", recheck: float = 60.0) -> None:
-        grace = check_time(misfire_grace, "misfire_grace")
+                 on_error: str = "continue", recheck: float = 60.0,
+                 timeline: str | None = None) -> None:
+        # None: never missed, however late (each due fire time is on time).
+        grace = math.inf if misfire_grace is None else check_time(misfire_grace, "misfire_grace")
         if grace < 0:
             raise ValueError(f"misfire_grace must be >= 0, got {misfire_grace!r}")
         if isinstance(max_catch_up, bool) or not isinstance(max_catch_up, int):
@@ -138,7 +142,8 @@ class Series:
         self.overlap = check_choice(overlap, "overlap", OVERLAPS)
         self.on_error = check_choice(on_error, "on_error", ON_ERRORS)
         self.recheck = recheck  # longest sleep of a calendar series, to notice wall-clock jumps
-        self._seq = trigger.fires(now)
+        self.trigger = trigger
+        self._seq = trigger.fires(now) if timeline is None else trigger.fires(now, timeline)
         self.timeline = self._seq.timeline
         if last_fire is None:
             self.last_fire: float | None = None
@@ -158,14 +163,40 @@ class Series:
         """At a wake-up: the run to start now, if any, and the events to emit."""
         events: list[Event] = []
         if jump is not None:
-            self._jump = jump
+            self.note_jump(jump)
         if self.stopped or self.paused or self.running is not None:
             return Decision(None, events)
         self._collect(now, self._jump, events)
         self._jump = None
-        start = self._ready.popleft() if self._ready else None
+        start = None
+        # A run decided before the wall clock was set back waits for its instant again.
+        if self._ready and self._ready[0].fire_time <= self._clock(now):
+            start = self._ready.popleft()
         self.running = start
         return Decision(start, events)
+
+    def note_jump(self, jump: Jump) -> None:
+        """A wall-clock jump was seen: the next decision names its fire times' reasons by it."""
+        self._jump = jump
+
+    def begin(self, now: Reading) -> tuple[bool, list[Event]]:
+        """The run ``poll`` returned is about to start at ``now``: whether to start it.
+
+        A run can wait after ``poll`` (every worker busy). If it would now
+        start more than ``misfire_grace`` late, ``catch_up="none"`` skips it
+        (``False``; the series is free again) and the other policies run it
+        late; either way with an event, reason ``misfire``.
+        """
+        fire = self.running
+        if fire is None:
+            raise RuntimeError("begin() without a run decided")
+        lateness = self._clock(now) - fire.fire_time
+        if lateness <= self.misfire_grace or fire.lateness > self.misfire_grace:
+            return True, []  # on time, or already reported late when decided
+        if self.catch_up == "none":
+            self.running = None
+            return False, [self._event(SKIPPED, MISFIRE, fire.fire_time, lateness, fire.count)]
+        return True, [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
 
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
         """The run ``poll`` returned has ended at ``now``; ``failed``: it raised."""
@@ -177,7 +208,7 @@ class Series:
         if failed:
             events.append(self._event(FAILED, ERROR, fire.fire_time, fire.lateness))
             if self.on_error == "stop":
-                events.append(self._stop(ERROR, fire.fire_time, fire.lateness))
+                events += self._stop(ERROR, fire.fire_time, fire.lateness)
                 return events
         end = self._clock(now)
         if self.overlap == "queue" or self._next is None or self._next >= end:
@@ -188,10 +219,9 @@ class Series:
             events += self._group(SKIPPED, fires, complete, end, lambda f: OVERLAP)
             self._advance_to(_before(end))
         else:  # coalesce: one run now, standing for the latest of them
-            latest = fires[-1] if complete else self._newest(fires[-1], end, 1)[0]
-            rest = fires[:-1] if complete else fires
-            events += self._group(COALESCED, rest, complete, end, lambda f: OVERLAP)
-            self._ready.append(Fire(latest, end - latest, len(fires) if complete else None))
+            rest, [latest], exact = self._split_newest(fires, complete, end, 1)
+            events += self._group(COALESCED, rest, exact, end, lambda f: OVERLAP)
+            self._ready.append(Fire(latest, end - latest, len(rest) + 1 if exact else None))
             self._advance_to(latest)
         return events
 
@@ -199,15 +229,14 @@ class Series:
         """When to poll next, on the monotonic clock; None: not until ``finished``/``resume``."""
         if self.stopped or self.paused or self.running is not None:
             return None
-        if self._ready:
-            return now.mono
-        if self._next is None:
+        due = self._ready[0].fire_time if self._ready else self._next
+        if due is None:
             return None
         if self.timeline == "monotonic":
-            return self._next
+            return due
         # A calendar fire time is an instant on the wall clock; sleep on the
         # monotonic one, waking at least every ``recheck`` to notice jumps.
-        return now.mono + min(max(self._next - now.wall, 0.0), self.recheck)
+        return now.mono + min(max(due - now.wall, 0.0), self.recheck)
 
     def next_fire_times(self, n: int) -> list[float]:
         """The next ``n`` fire times not yet handled, on the series' timeline."""
@@ -236,11 +265,12 @@ class Series:
         self._advance_to(t)
         return events
 
-    def cancel(self) -> list[Event]:
-        """End the series; nothing more starts."""
+    def cancel(self, reason: str = CANCELLED) -> list[Event]:
+        """End the series; nothing more starts. ``reason``: "cancelled", "replaced" or
+        "closed" (the scheduler's)."""
         if self.stopped:
             return []
-        return [self._stop(CANCELLED, None, 0.0)]
+        return self._stop(reason, None, 0.0)
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -254,25 +284,31 @@ class Series:
         if first is None or first > t:
             return
         cutoff = t - self.misfire_grace  # fire times before it are missed
+        if first >= cutoff:  # the common case, one fire time due and on time: no scan
+            after = self._seq.next_fire(first)
+            if after is None or after > t:
+                self._ready.append(Fire(first, t - first))
+                self.last_fire = first
+                self._next = after
+                return
         on_time = first if first >= cutoff else self._seq.next_fire(_before(cutoff))
         has_on_time = on_time is not None and on_time <= t
         stands_for = 1
         if first < cutoff:
             coalesced = self._catch_up(first, cutoff, t, has_on_time, jump, events)
             stands_for = 1 + coalesced
-        fire = on_time
-        runs = 0
-        while fire is not None and fire <= t and runs < self.max_catch_up:
-            self._ready.append(Fire(fire, t - fire, stands_for if runs == 0 else 1))
-            self.last_fire = fire
-            fire = self._seq.next_fire(fire)
-            runs += 1
-        if fire is not None and fire <= t:  # more on-time fire times than max_catch_up
-            fires, complete = self._scan(fire, math.nextafter(t, math.inf))
-            events += self._group(SKIPPED, fires, complete, t, lambda f: CATCH_UP_CAP)
-            self._advance_to(t)
-        else:
-            self._next = fire
+        if on_time is None or on_time > t:
+            self._next = on_time
+            return
+        fires, complete = self._scan(on_time, math.nextafter(t, math.inf))
+        # more due on time than max_catch_up (a tiny interval, a huge grace): the newest run
+        older, newest, exact = self._split_newest(fires, complete, math.nextafter(t, math.inf),
+                                                  self.max_catch_up)
+        events += self._group(SKIPPED, older, exact, t, lambda f: CATCH_UP_CAP)
+        for i, fire in enumerate(newest):
+            self._ready.append(Fire(fire, t - fire, stands_for if i == 0 else 1))
+        self.last_fire = newest[-1]
+        self._next = self._seq.next_fire(newest[-1])
 
     def _catch_up(self, first: float, cutoff: float, t: float, has_on_time: bool,
                   jump: Jump | None, events: list[Event]) -> int:
@@ -296,17 +332,14 @@ class Series:
             events += self._group(COALESCED, fires, complete, t, reason)
             self._advance_to(_before(cutoff))
             return len(fires) if complete else 0
-        if complete:
-            older, newest = fires[:-keep], fires[-keep:]
-        else:
-            older, newest = fires, self._newest(fires[-1], cutoff, keep)
+        older, newest, exact = self._split_newest(fires, complete, cutoff, keep)
         if self.catch_up == "latest":
-            events += self._group(COALESCED, older, complete, t, reason)
-            count = len(fires) if complete else None
+            events += self._group(COALESCED, older, exact, t, reason)
+            count = len(older) + 1 if exact else None
             events.append(self._event(LATE, reason(newest[0]), newest[0], t - newest[0], count))
             self._ready.append(Fire(newest[0], t - newest[0], count))
         else:
-            events += self._group(SKIPPED, older, complete, t, lambda f: CATCH_UP_CAP)
+            events += self._group(SKIPPED, older, exact, t, lambda f: CATCH_UP_CAP)
             for fire in newest:
                 events.append(self._event(LATE, reason(fire), fire, t - fire))
                 self._ready.append(Fire(fire, t - fire))
@@ -316,17 +349,31 @@ class Series:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _scan(self, first: float, before: float) -> tuple[list[float], bool]:
+    def _scan(self, first: float | None, before: float,
+              limit: int | None = None) -> tuple[list[float], bool]:
         """Fire times from ``first`` (a fire time) up to ``before`` exclusive, at most
-        ``SCAN_LIMIT``; and whether that is all of them."""
+        ``limit`` (default ``SCAN_LIMIT``); and whether that is all of them."""
+        if limit is None:
+            limit = SCAN_LIMIT
         fires: list[float] = []
-        fire: float | None = first
+        fire = first
         while fire is not None and fire < before:
-            if len(fires) == SCAN_LIMIT:
+            if len(fires) == limit:
                 return fires, False
             fires.append(fire)
             fire = self._seq.next_fire(fire)
         return fires, True
+
+    def _split_newest(self, fires: list[float], complete: bool, before: float,
+                      n: int) -> tuple[list[float], list[float], bool]:
+        """(older, the newest ``n``, whether ``older`` is exact) of the fire times from
+        ``fires[0]`` up to ``before``, of which ``_scan`` gave ``fires``."""
+        if not complete:
+            rest, complete = self._scan(self._seq.next_fire(fires[-1]), before, n)
+            if not complete:
+                return fires, self._newest(fires[-1], before, n), False
+            fires = fires + rest
+        return fires[:-n], fires[-n:], True
 
     def _newest(self, after: float, before: float, n: int) -> list[float]:
         """The newest ``n`` fire times in (after, before), given there are more than n,
@@ -380,7 +427,11 @@ class Series:
         return Event(self.series_id, kind, reason, fire, lateness, count,
                      fire if last is None else last, self.timeline)
 
-    def _stop(self, reason: str, fire: float | None, lateness: float) -> Event:
+    def _stop(self, reason: str, fire: float | None, lateness: float) -> list[Event]:
+        """End the series: the runs decided but not started are skipped, for ``reason``."""
         self.stopped = True
+        # count 1: the fire times a run stood for were reported as coalesced already
+        events = [self._event(SKIPPED, reason, run.fire_time, lateness) for run in self._ready]
         self._ready.clear()
-        return self._event(STOPPED, reason, fire, lateness, 0)
+        events.append(self._event(STOPPED, reason, fire, lateness, 0))
+        return events

@@ -18,18 +18,19 @@ docs/durable.md for the guarantees, the time model and the schema.
 
 from .errors import BadRow, DurableError, NotDurable, UnknownTask
 from .memory import MemoryStore
-from .registry import REGISTRY, TaskRegistry, task
+from .registry import REGISTRY, TaskOptions, TaskRegistry, task
+from .retry import Retry
 from .runner import DurableFuture, DurableScheduler, DurableTaskFailed, current_task
 from .sqlite import SQLiteStore
-from .store import Claim, NewTask, Outcome, Row, Store
+from .store import Claim, NewTask, Outcome, Row, Serves, Store
 from .stores import open_store
 from .timebase import Timebase
 
 __all__ = [
     "REGISTRY", "BadRow", "Claim", "DurableError", "DurableFuture", "DurableScheduler",
     "DurableTaskFailed", "MemoryStore", "NewTask", "NotDurable", "Outcome", "PostgresStore",
-    "Row", "SQLiteStore", "Store", "TaskRegistry", "Timebase", "UnknownTask", "current_task",
-    "open_store", "task",
+    "Retry", "Row", "SQLiteStore", "Serves", "Store", "TaskOptions", "TaskRegistry", "Timebase",
+    "UnknownTask", "current_task", "open_store", "task",
 ]
 
 

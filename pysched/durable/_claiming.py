@@ -51,7 +51,7 @@ class Claimer:
         s = self._s
         threshold = max(e.wall for e in popped)
         try:
-            claims = s.store.claim(threshold, room, s.owner, s.lease)
+            claims = s.store.claim(threshold, room, s.owner, s.lease, s.serves())
         except Exception:
             delay = self._backoff.failed()
             log.exception("claim failed; retrying in %.2f s", delay)

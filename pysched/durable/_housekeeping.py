@@ -38,8 +38,8 @@ class Housekeeper:
             while True:
                 with s.lock:
                     while not self._outcomes_ready() and not self._drained():
-                        left = min(poll, self._mirror.next_full(),
-                                   self._outcomes.retry_at or poll) - time.monotonic()
+                        full = self._mirror.next_full() if s.cap > 0 else poll
+                        left = min(poll, full, self._outcomes.retry_at or poll) - time.monotonic()
                         if left <= 0:
                             break
                         s.chores.wait(left)
@@ -55,8 +55,11 @@ class Housekeeper:
                     continue
                 if now >= poll:
                     poll = now + s.poll
-                    s.guarded(self.poll_store, "polling")
-                if now >= self._mirror.next_full():
+                    if s.cap == 0:  # a producer: only its Futures to settle
+                        s.guarded(self._mirror.settle_watched, "settling Futures")
+                    else:
+                        s.guarded(self.poll_store, "polling")
+                if now >= self._mirror.next_full() and s.cap > 0:
                     self.resync()
         finally:
             self._shut_down()
@@ -84,6 +87,36 @@ class Housekeeper:
         s.guarded(self._mirror.resync, "full re-read")
         s.guarded(self.mark_wall_time, "recording the wall-clock high-water mark")
         s.guarded(self.repair, "repairing leases")
+        s.guarded(self.look_for_unclaimed, "counting unclaimed rows")
+        if s.retention is not None:
+            s.guarded(self.prune, "pruning finished rows")
+
+    def look_for_unclaimed(self) -> None:
+        """Count the pending rows due for more than ``stale_after`` (no worker took them:
+        none serves their task name or queue, or all are busy), for stats()."""
+        s = self._s
+        found = s.store.pending_stats(s.store.now() - s.stale_after)
+        with s.lock:
+            s.unclaimed = found
+        if found[0]:
+            log.warning("%d pending rows are due for more than %s s and unclaimed",
+                        found[0], s.stale_after)
+
+    def prune(self, batch: int = 1000, batches: int = 10) -> int:
+        """Delete finished rows older than ``retention``, ``batch`` rows per transaction,
+        at most ``batches`` per call (the rest at the next resync). Returns how many."""
+        s = self._s
+        assert s.retention is not None
+        before = s.store.now() - s.retention
+        total = 0
+        for _ in range(batches):
+            deleted = s.store.prune(before, batch)
+            total += deleted
+            if deleted < batch:
+                break
+        with s.lock:
+            s.counts["pruned"] += total
+        return total
 
     def mark_wall_time(self) -> None:
         """Raise the store's high-water mark to this node's wall time, unless this

@@ -30,14 +30,13 @@ class Listener:
                 subscribed = store.subscriptions
                 # A short wait, so that close() is not held up by the listener.
                 changed = store.wait_changes(min(s.poll, 0.25))
-                if changed is None or s.state != OPEN:
-                    pass
-                elif changed:
-                    self._mirror.sync(store.rows(sorted(changed)))
-                elif store.subscriptions != subscribed:
-                    self._mirror.resync()
-                else:
-                    self._mirror.resync_asked()
+                if changed is not None and s.state == OPEN:
+                    if changed:
+                        self._mirror.sync(store.rows(sorted(changed)))
+                    if store.subscriptions != subscribed:
+                        self._mirror.resync()
+                    elif not changed or getattr(changed, "everything", False):
+                        self._mirror.resync_asked()
                 self._backoff.succeeded()
             except Exception:
                 delay = self._backoff.failed()

@@ -52,6 +52,7 @@ class Mirror:
         self.entries: dict[str, Entry] = {}  # task id -> its pending entry in the core
         self._epoch = 0  # counts puts, so a full re-read spares entries newer than its read
         self._last_full = time.monotonic()
+        self._refused_since_full = False  # a skipped request was logged since the last re-read
 
     # -- the heap (lock held) --------------------------------------------------------------
 
@@ -98,13 +99,14 @@ class Mirror:
         bad, settle = [], []
         pending = set()
         running_here = {(r.task_id, r.version) for r in s.inflight.values()}
+        served = s.served()
         for row in rows:
             try:
                 check_fields(row.version, row.run_at, row.priority)
             except BadRow as exc:
                 bad.append((row, str(exc)))
                 continue
-            if row.state == PENDING and not row.blocked:
+            if row.state == PENDING and not row.blocked and served(row.ref, row.queue):
                 pending.add(row.task_id)
                 if (row.task_id, row.version) not in running_here:
                     self.put(row.task_id, row.version, row.run_at, row.priority)
@@ -137,6 +139,7 @@ class Mirror:
             epoch = self._epoch
             self._s.counts["resyncs"] += 1
             self._last_full = time.monotonic()
+            self._refused_since_full = False
         self.sync(self._s.store.rows(), epoch)
 
     def resync_asked(self) -> bool:
@@ -144,11 +147,16 @@ class Mirror:
         ``resync_interval`` (the periodic one will see whatever it would). Returns
         whether it ran."""
         with self._s.lock:
-            if time.monotonic() - self._last_full < self._s.resync_every:
+            refused = time.monotonic() - self._last_full < self._s.resync_every
+            if refused:
                 self._s.counts["resyncs_skipped"] += 1
-                return False
-        self.resync()
-        return True
+                unlogged, self._refused_since_full = not self._refused_since_full, True
+        if not refused:
+            self.resync()
+        elif unlogged:  # once per interval: a flood must not flood the log too
+            log.warning("notifications asked for a full re-read within resync_interval (%s s)"
+                        " of the last one: refused until the next", self._s.resync_every)
+        return not refused
 
     def next_full(self) -> float:
         """When the periodic full re-read is due (time.monotonic())."""

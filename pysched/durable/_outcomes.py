@@ -43,12 +43,15 @@ class Outcomes:
             return
         self._backoff.succeeded()
         self.retry_at = 0.0
-        lost = []
+        reread = []
         with s.lock:
             for (outcome, _, _), ok in zip(batch, recorded, strict=True):
-                s.counts[_COUNTER[outcome.state] if ok else "not_recorded"] += 1
-                if not ok:
-                    lost.append(outcome.task_id)
+                key = "retried" if outcome.retry_at is not None else _COUNTER[outcome.state]
+                s.counts[key if ok else "not_recorded"] += 1
+                # Not recorded: a newer version may have waited for the lease released
+                # just now. A retry: pending again, and no store tells its writer.
+                if not ok or outcome.retry_at is not None:
+                    reread.append(outcome.task_id)
         for outcome, future, value in batch:
             if future is None or future.done() or outcome.state == PENDING:
                 continue
@@ -56,5 +59,5 @@ class Outcomes:
                 future.set_result(value)
             else:
                 future.set_exception(value)
-        if lost:  # a newer version may have waited for a lease released just now
-            s.guarded(lambda: self._mirror.sync(s.store.rows(lost)), "re-reading finished rows")
+        if reread:
+            s.guarded(lambda: self._mirror.sync(s.store.rows(reread)), "re-reading finished rows")

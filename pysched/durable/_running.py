@@ -30,19 +30,20 @@ _TRACEBACK_MAX = 8000  # characters of a failure's traceback stored in the row
 class Runs:
     """Hands claims to the pool and turns each run into a queued outcome."""
 
-    def __init__(self, shared: Shared, pool: Executor, owns_pool: bool) -> None:
+    def __init__(self, shared: Shared, pool: Executor | None, owns_pool: bool) -> None:
         self._s = shared
         self.pool = pool
         self._owns_pool = owns_pool
 
     def close_pool(self, wait: bool = False) -> None:
         """Close the pool if this scheduler made it; its unstarted runs are handed back."""
-        if self._owns_pool:
+        if self._owns_pool and self.pool is not None:
             self.pool.close(wait=wait)  # type: ignore[attr-defined]
 
     def start(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Hand a claimed version to the pool; one that never starts is handed back."""
         handle: Future[Any]
+        assert self.pool is not None, "a producer claims nothing"
         try:
             if isinstance(self.pool, ThreadPoolScheduler):
                 # Keyed by lease token, so cancel() reaches a run's token.
@@ -76,17 +77,23 @@ class Runs:
         # What the finally block records if fn raises a BaseException (SystemExit, ...).
         state: str = FAILED
         error: str | None = "interrupted by a BaseException"
+        retry_at: float | None = None
         try:
             if (self._s.state != OPEN or running.cancel_requested or running.superseded
-                    or future is not None and not future.set_running_or_notify_cancel()):
+                    or future is not None and not future.running()
+                    and not future.set_running_or_notify_cancel()):  # running: a retry
                 state = PENDING
                 if self._s.state == OPEN:
                     with self._s.lock:
                         self._s.counts["not_started"] += 1
             else:
                 state, value, error = self._call(running, claim)
+                if state == FAILED:
+                    retry_at = self._retry_at(claim, value)
+                    if retry_at is not None:
+                        state = PENDING  # tried again later: its Future stays open
         finally:
-            outcome = Outcome(claim.token, claim.task_id, claim.version, state, error)
+            outcome = Outcome(claim.token, claim.task_id, claim.version, state, error, retry_at)
             with self._s.lock:
                 del self._s.inflight[claim.token]
                 if state != PENDING:  # settled from here on, never from a row read
@@ -97,6 +104,16 @@ class Runs:
                 self._s.outcomes.append((outcome, future, value))
                 self._s.chores.notify()
                 self._s.wake.notify()
+
+    def _retry_at(self, claim: Claim, exc: BaseException) -> float | None:
+        """When a failed run is due again under its task's policy (a wall instant), or None."""
+        policy = self._s.registry.options(claim.ref).retry
+        if policy is None or not policy.retries(exc, claim.attempts):
+            return None
+        delay = policy.delay(claim.attempts)
+        log.warning("task %r version %r attempt %d of %d: retrying in %.3f s", claim.task_id,
+                    claim.version, claim.attempts, policy.attempts, delay)
+        return self._s.timebase.to_wall(self._s.clock()) + delay
 
     def _call(self, running: RunningTask, claim: Claim) -> tuple[str, Any, str | None]:
         """Resolve and call the claimed work: (state, value or exception, error text)."""

@@ -19,16 +19,16 @@ from .._impl import Scheduler
 from ._futures import DurableFuture
 from ._local import RunningTask
 from .registry import TaskRegistry
-from .store import Outcome, Store
+from .store import Outcome, Serves, Store
 from .timebase import Timebase
 
 log = logging.getLogger("pysched.durable")
 
 OPEN, CLOSING, CLOSED = "open", "closing", "closed"
 
-COUNTERS = ("claimed", "reruns", "completed", "failed", "errors", "not_recorded", "handed_back",
-            "not_started", "claim_rounds", "resyncs", "resyncs_skipped", "bad_rows",
-            "store_errors", "repaired", "skew_refusals")
+COUNTERS = ("claimed", "reruns", "completed", "failed", "errors", "retried", "not_recorded",
+            "handed_back", "not_started", "claim_rounds", "resyncs", "resyncs_skipped",
+            "bad_rows", "store_errors", "repaired", "skew_refusals", "pruned")
 
 __all__ = ["CLOSED", "CLOSING", "COUNTERS", "OPEN", "Backoff", "Shared", "log"]
 
@@ -38,7 +38,9 @@ class Shared:
 
     def __init__(self, *, store: Store, owner: str, registry: TaskRegistry, lease: float,
                  beat: float, poll: float, resync_every: float, max_skew: float,
-                 cap: int, clock: Callable[[], float], timebase: Timebase) -> None:
+                 cap: int, clock: Callable[[], float], timebase: Timebase,
+                 queues: tuple[str, ...] | None = None, retention: float | None = None,
+                 stale_after: float = 300.0) -> None:
         self.store = store
         self.owner = owner
         self.registry = registry
@@ -47,7 +49,11 @@ class Shared:
         self.poll = poll
         self.resync_every = resync_every
         self.max_skew = max_skew
-        self.cap = cap  # claimed versions in flight here at most
+        self.cap = cap  # claimed versions in flight here at most (0: a producer only)
+        self.queues = queues  # served here; None: every queue
+        self.retention = retention  # seconds finished rows are kept; None: for ever
+        self.stale_after = stale_after  # due this long and unclaimed: reported in stats()
+        self.unclaimed: tuple[int, float | None] = (0, None)  # as of the last resync
         self.clock = clock
         self.timebase = timebase
         self.core = Scheduler(clock=clock)  # the local heap: when to claim
@@ -79,6 +85,19 @@ class Shared:
             return []
         old = [v for v in futures if v < version and v not in running]
         return [futures.pop(v) for v in old]
+
+    def serves(self) -> Serves:
+        """What this worker claims: read per claim, as tasks may be registered later."""
+        return self.registry.serves(self.queues)
+
+    def served(self) -> Callable[[str, str], bool]:
+        """``served(ref, queue)``: whether a row belongs in the local heap, because this
+        worker serves it (a store that does not report a row's ref, "", is taken to
+        serve everything). Build it once per batch of rows: O(1) per row after."""
+        if self.cap == 0:
+            return lambda ref, queue: False
+        matches = self.serves().matcher()
+        return lambda ref, queue: ref == "" or matches(ref, queue)
 
     def guarded(self, action: Callable[[], object], what: str) -> bool:
         """Run a store chore; log and count a failure instead of ending the thread."""

@@ -23,7 +23,10 @@ from typing import Any
 
 from .store import (
     CANCELLED,
+    DEFAULT_QUEUE,
     ERROR,
+    FAILED,
+    FINAL_STATES,
     KNOWN_STATES,
     PENDING,
     ROW_FORMAT,
@@ -32,6 +35,7 @@ from .store import (
     NewTask,
     Outcome,
     Row,
+    Serves,
     Store,
     check_key,
 )
@@ -69,7 +73,8 @@ class MemoryStore(Store):
                         "lease_token": None, "lease_expires": None}
                 row.update(version=row["version"] + 1, state=PENDING, run_at=t.run_at,
                            priority=t.priority, ref=t.ref, args=t.args, attempts=0,
-                           error=None, seq=self._seq, fmt=ROW_FORMAT)
+                           error=None, seq=self._seq, fmt=ROW_FORMAT, queue=t.queue,
+                           updated_at=None)
                 self._push(row)
                 versions.append(row["version"])
         return versions
@@ -84,6 +89,7 @@ class MemoryStore(Store):
                 return None
             row["version"] += 1
             row["state"] = CANCELLED
+            row["updated_at"] = self._clock()
             return int(row["version"])
 
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
@@ -94,15 +100,18 @@ class MemoryStore(Store):
             else:
                 found = [self._rows[i] for i in dict.fromkeys(task_ids) if i in self._rows]
             return [Row(r["task_id"], r["version"], r["state"], r["run_at"], r["priority"],
-                        r["state"] == PENDING and _live(r, now)) for r in found]
+                        r["state"] == PENDING and _live(r, now), r["ref"], r["queue"])
+                    for r in found]
 
-    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+    def claim(self, threshold: float, limit: int, owner: str, lease: float,
+              serves: Serves | None = None) -> list[Claim]:
         with self._lock:
             now = self._clock()
             heap = self._due
             due: list[dict[str, Any]] = []
             blocked: list[dict[str, Any]] = []
             seen: set[str] = set()
+            matches = None if serves is None else serves.matcher()
             while heap and len(due) < limit:
                 entry = heap[0]
                 r = self._rows.get(entry[3])
@@ -114,8 +123,11 @@ class MemoryStore(Store):
                 else:
                     heappop(heap)
                     seen.add(entry[3])
-                    (blocked if _live(r, now) else due).append(r)
-            for r in blocked:  # an older version's lease: claimable once released
+                    if matches is not None and not matches(r["ref"], r["queue"]):
+                        blocked.append(r)  # another worker's: left for it
+                    else:
+                        (blocked if _live(r, now) else due).append(r)
+            for r in blocked:  # an older version's lease, or not served: claimable later
                 self._push(r)
             claims = []
             for r in due:
@@ -137,7 +149,11 @@ class MemoryStore(Store):
                     continue
                 recorded = row["version"] == o.version and row["state"] == RUNNING
                 if recorded:
-                    row.update(state=o.state, error=o.error)
+                    row.update(state=o.state, updated_at=self._clock())
+                    if o.state != PENDING or o.retry_at is not None:
+                        row["error"] = o.error
+                    if o.retry_at is not None:
+                        row["run_at"] = o.retry_at
                 row.update(lease_owner=None, lease_token=None, lease_expires=None)
                 if row["state"] == PENDING:
                     self._push(row)  # handed back, or a newer version freed by this release
@@ -187,8 +203,34 @@ class MemoryStore(Store):
             row = self._rows.get(task_id)
             if row is None or row["version"] != version or row["state"] != PENDING:
                 return False
-            row.update(state=ERROR, error=message)
+            row.update(state=ERROR, error=message, updated_at=self._clock())
             return True
+
+    def retry(self, task_id: str) -> int | None:
+        check_key(task_id, "task_id")
+        with self._lock:
+            row = self._rows.get(task_id)
+            if row is None or row["state"] not in (FAILED, ERROR):
+                return None
+            self._seq += 1
+            row.update(version=row["version"] + 1, state=PENDING, run_at=self._clock(),
+                       attempts=0, error=None, seq=self._seq, updated_at=self._clock())
+            self._push(row)
+            return int(row["version"])
+
+    def prune(self, before: float, limit: int) -> int:
+        with self._lock:
+            old = [i for i, r in self._rows.items() if r["state"] in FINAL_STATES
+                   and (r["updated_at"] if r["updated_at"] is not None else r["run_at"]) < before]
+            for task_id in old[:limit]:
+                del self._rows[task_id]
+            return min(len(old), limit)
+
+    def pending_stats(self, before: float) -> tuple[int, float | None]:
+        with self._lock:
+            due = [r["run_at"] for r in self._rows.values()
+                   if r["state"] == PENDING and r["run_at"] < before]
+            return len(due), min(due, default=None)
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         check_key(task_id, "task_id")
@@ -228,7 +270,8 @@ class MemoryStore(Store):
             base = {"version": 1, "state": PENDING, "run_at": 0.0, "priority": 0, "ref": "",
                     "args": '{"args":[],"kwargs":{}}', "attempts": 0, "error": None,
                     "seq": self._seq, "fmt": ROW_FORMAT, "lease_owner": None,
-                    "lease_token": None, "lease_expires": None}
+                    "lease_token": None, "lease_expires": None, "queue": DEFAULT_QUEUE,
+                    "updated_at": None}
             base.update(row)
             self._rows[str(base["task_id"])] = base
             if all(type(base[k]) in (int, float) for k in ("run_at", "priority", "seq")):

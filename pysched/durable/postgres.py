@@ -32,10 +32,12 @@ from ._sql import ThreadConnections, check_table, index_statements
 from .store import (
     KNOWN_STATES,
     ROW_FORMAT,
+    Changes,
     Claim,
     NewTask,
     Outcome,
     Row,
+    Serves,
     Store,
     check_key,
     claim_order,
@@ -46,7 +48,10 @@ __all__ = ["PostgresStore"]
 NOW = "extract(epoch from clock_timestamp())"
 _NOTIFY_MAX = 7000  # bytes; the server refuses payloads of 8000 or more
 _COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
-            "lease_owner, lease_token, lease_expires")
+            "lease_owner, lease_token, lease_expires, queue, updated_at")
+# Columns added after the first release: (name, type and default), added to old tables.
+ADDED_COLUMNS = [("queue", "text NOT NULL DEFAULT 'default'"),
+                 ("updated_at", "double precision")]
 
 
 class PostgresStore(Store):
@@ -80,6 +85,8 @@ class PostgresStore(Store):
                        " DEFAULT 0, seq bigint NOT NULL, fmt integer NOT NULL DEFAULT 1,"
                        " error text, lease_owner text, lease_token text,"
                        " lease_expires double precision)")
+            for column, ddl in ADDED_COLUMNS:  # tables made by an older pysched
+                db.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {column} {ddl}")
             for statement in index_statements(t):
                 db.execute(statement)
             db.execute(f"CREATE SEQUENCE IF NOT EXISTS {t}_seq")
@@ -132,16 +139,18 @@ class PostgresStore(Store):
             for batch in _runs_without_repeats(tasks):
                 cur = db.execute(
                     f"INSERT INTO {t} AS t (task_id, version, state, run_at, priority, ref, args,"
-                    " attempts, seq, fmt) SELECT i, 1, 'pending', r, p, f, a, 0,"
-                    f" nextval('{t}_seq'), %s FROM unnest(%s::text[], %s::float8[],"
-                    " %s::bigint[], %s::text[], %s::text[]) WITH ORDINALITY AS u(i, r, p, f, a, n)"
+                    " attempts, seq, fmt, queue) SELECT i, 1, 'pending', r, p, f, a, 0,"
+                    f" nextval('{t}_seq'), %s, q FROM unnest(%s::text[], %s::float8[],"
+                    " %s::bigint[], %s::text[], %s::text[], %s::text[])"
+                    " WITH ORDINALITY AS u(i, r, p, f, a, q, n)"
                     " ORDER BY n ON CONFLICT (task_id) DO UPDATE SET version = t.version + 1,"
                     " state = 'pending', run_at = excluded.run_at, priority = excluded.priority,"
                     " ref = excluded.ref, args = excluded.args, attempts = 0, error = NULL,"
-                    " seq = excluded.seq, fmt = excluded.fmt RETURNING task_id, version",
+                    " seq = excluded.seq, fmt = excluded.fmt, queue = excluded.queue,"
+                    " updated_at = NULL RETURNING task_id, version",
                     (ROW_FORMAT, [x.task_id for x in batch], [x.run_at for x in batch],
                      [x.priority for x in batch], [x.ref for x in batch],
-                     [x.args for x in batch]))
+                     [x.args for x in batch], [x.queue for x in batch]))
                 got = dict(cur.fetchall())
                 versions += [got[x.task_id] for x in batch]
             self._notify(db, (x.task_id for x in tasks))
@@ -151,8 +160,9 @@ class PostgresStore(Store):
         check_key(task_id, "task_id")
         db = self._conns.get()
         with db.transaction():
-            row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
-                             " WHERE task_id = %s AND (state = 'pending' OR state = 'running'"
+            row = db.execute(f"UPDATE {self.table} SET version = version + 1,"
+                             f" state = 'cancelled', updated_at = {NOW} WHERE task_id = %s"
+                             " AND (state = 'pending' OR state = 'running'"
                              " AND %s::bigint IS NULL) AND version = coalesce(%s, version)"
                              " RETURNING version", (task_id, version, version)).fetchone()
             if row is not None:
@@ -162,7 +172,7 @@ class PostgresStore(Store):
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         db = self._conns.get()
         cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
-                f" lease_expires IS NOT NULL AND lease_expires >= {NOW}")
+                f" lease_expires IS NOT NULL AND lease_expires >= {NOW}, ref, queue")
         if task_ids is None:
             found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'")
         else:
@@ -170,12 +180,17 @@ class PostgresStore(Store):
                                (list(task_ids),))
         return [Row(*r) for r in found.fetchall()]
 
-    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+    def claim(self, threshold: float, limit: int, owner: str, lease: float,
+              serves: Serves | None = None) -> list[Claim]:
         t = self.table
         found = self._conns.get().execute(
             f"WITH due AS (SELECT task_id, version FROM {t}"
             " WHERE state = 'pending' AND run_at <= %(threshold)s"
             f" AND (lease_expires IS NULL OR lease_expires < {NOW})"
+            " AND (%(names)s::text[] IS NULL OR ref = ANY(%(names)s::text[])"
+            "  OR EXISTS (SELECT 1 FROM unnest(%(prefixes)s::text[]) AS p(x)"
+            "   WHERE starts_with(ref, p.x)))"
+            " AND (%(queues)s::text[] IS NULL OR queue = ANY(%(queues)s::text[]))"
             " ORDER BY run_at, priority DESC, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
             f" UPDATE {t} AS t SET state = 'running', attempts = t.attempts + 1,"
             f" lease_owner = %(owner)s, lease_expires = {NOW} + %(lease)s,"
@@ -184,7 +199,11 @@ class PostgresStore(Store):
             " FROM due WHERE t.task_id = due.task_id AND t.version = due.version"
             " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
             " t.ref, t.args, t.attempts, t.lease_token, t.fmt, t.seq",
-            {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease}).fetchall()
+            {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease,
+             "names": None if serves is None else list(serves.names),
+             "prefixes": None if serves is None else list(serves.prefixes),
+             "queues": None if serves is None or serves.queues is None
+             else list(serves.queues)}).fetchall()
         return [Claim(*r[:9]) for r in claim_order(found)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
@@ -195,15 +214,22 @@ class PostgresStore(Store):
         with db.transaction():
             # Record where the claim still holds its version; release the
             # lease wherever the token still holds it.
-            recorded = {r[0] for r in db.execute(
-                f"UPDATE {t} AS t SET state = u.s, error = u.e, lease_owner = NULL,"
+            # A hand-back unrun (pending, no retry_at) keeps the error of an earlier try.
+            found = db.execute(
+                f"UPDATE {t} AS t SET state = u.s, error = CASE WHEN u.s = 'pending' AND"
+                " u.r IS NULL THEN t.error ELSE u.e END, run_at = coalesce(u.r, t.run_at),"
+                f" updated_at = {NOW}, lease_owner = NULL,"
                 " lease_token = NULL, lease_expires = NULL FROM unnest(%s::text[], %s::text[],"
-                " %s::bigint[], %s::text[], %s::text[]) AS u(i, k, v, s, e)"
+                " %s::bigint[], %s::text[], %s::text[], %s::float8[]) AS u(i, k, v, s, e, r)"
                 " WHERE t.task_id = u.i AND t.lease_token = u.k AND t.version = u.v"
-                " AND t.state = 'running' RETURNING u.k",
+                " AND t.state = 'running' RETURNING u.k, u.i, u.s",
                 ([o.task_id for o in outcomes], [o.token for o in outcomes],
                  [o.version for o in outcomes], [o.state for o in outcomes],
-                 [o.error for o in outcomes])).fetchall()}
+                 [o.error for o in outcomes], [o.retry_at for o in outcomes])).fetchall()
+            recorded = {r[0] for r in found}
+            again = [r[1] for r in found if r[2] == "pending"]
+            if again:
+                self._notify(db, again)  # claimable again: others must look
             rest = [o for o in outcomes if o.token not in recorded]
             if rest:
                 released = [r[0] for r in db.execute(
@@ -214,6 +240,32 @@ class PostgresStore(Store):
                 if released:
                     self._notify(db, released)  # newer versions may wait for these leases
         return [o.token in recorded for o in outcomes]
+
+    def retry(self, task_id: str) -> int | None:
+        check_key(task_id, "task_id")
+        db = self._conns.get()
+        with db.transaction():
+            row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'pending',"
+                             f" run_at = {NOW}, attempts = 0, error = NULL,"
+                             f" seq = nextval('{self.table}_seq'), updated_at = {NOW}"
+                             " WHERE task_id = %s AND state IN ('failed', 'error')"
+                             " RETURNING version", (task_id,)).fetchone()
+            if row is not None:
+                self._notify(db, [task_id])
+        return None if row is None else int(row[0])
+
+    def prune(self, before: float, limit: int) -> int:
+        t = self.table
+        return self._conns.get().execute(
+            f"DELETE FROM {t} WHERE task_id IN (SELECT task_id FROM {t}"
+            " WHERE state IN ('completed', 'failed', 'cancelled', 'error')"
+            " AND coalesce(updated_at, run_at) < %s LIMIT %s)", (before, limit)).rowcount
+
+    def pending_stats(self, before: float) -> tuple[int, float | None]:
+        count, oldest = self._conns.get().execute(  # type: ignore[misc]
+            f"SELECT count(*), min(run_at) FROM {self.table} WHERE state = 'pending'"
+            " AND run_at < %s", (before,)).fetchone()
+        return int(count), oldest
 
     def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
         if tokens is None:
@@ -260,8 +312,9 @@ class PostgresStore(Store):
 
     def mark_error(self, task_id: str, version: int, message: str) -> bool:
         return self._conns.get().execute(
-            f"UPDATE {self.table} SET state = 'error', error = %s WHERE task_id = %s"
-            " AND version = %s AND state = 'pending'", (message, task_id, version)).rowcount == 1
+            f"UPDATE {self.table} SET state = 'error', error = %s, updated_at = {NOW}"
+            " WHERE task_id = %s AND version = %s AND state = 'pending'",
+            (message, task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         check_key(task_id, "task_id")
@@ -293,24 +346,27 @@ class PostgresStore(Store):
                 self._disconnect(listener)
             raise
 
-    def _wait_changes(self, timeout: float) -> set[str] | None:
+    def _wait_changes(self, timeout: float) -> Changes | None:
         if self._listener is None:
             listener = self._connect()
             listener.execute(f"LISTEN {self.table}")
             self._listener = listener
             self.subscriptions += 1
-            return set()  # writes before LISTEN are unseen: re-read everything once
-        changed: set[str] | None = None
+            changes = Changes()
+            changes.everything = True  # writes before LISTEN are unseen: re-read everything
+            return changes
+        changed = Changes()
+        seen = False
         # The first notification ends the wait; the rest already queued are drained.
-        for note in self._listener.notifies(timeout=timeout, stop_after=1):
-            if note.pid not in self._own_pids:
-                changed = _merge(changed, note.payload)
-        if changed is not None and changed:
-            for note in self._listener.notifies(timeout=0):
+        # Every one is read to the end: a generator left early drops the rest of its
+        # packet, and ids beside a request for everything must not be lost with it.
+        for wait in (timeout, 0.0):
+            for note in self._listener.notifies(timeout=wait, stop_after=1 if wait else None):
                 if note.pid not in self._own_pids:
-                    changed = _merge(changed, note.payload)
-                    if not changed:
-                        break
+                    seen = True
+                    _merge(changed, note.payload)
+            if not seen:
+                return None
         return changed
 
     def close(self) -> None:
@@ -337,17 +393,16 @@ def _usable(db: psycopg.Connection[Any]) -> bool:
     return not readable
 
 
-def _merge(changed: set[str] | None, payload: str) -> set[str]:
-    """Add one notification's ids; ``*`` (or a garbled payload) means everything: empty set."""
-    if changed is not None and not changed:
-        return changed
+def _merge(changed: Changes, payload: str) -> None:
+    """Add one notification's ids; ``*`` or a garbled payload asks for everything."""
     try:
         ids = json.loads(payload)
     except ValueError:
-        return set()
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        return set()
-    return (changed or set()) | set(ids)
+        ids = None
+    if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+        changed.update(ids)
+    else:
+        changed.everything = True
 
 
 def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:

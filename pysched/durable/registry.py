@@ -6,10 +6,16 @@ reading it back can turn into the same callable. Two kinds of names:
 - a registered name: ``@registry.task`` (or ``register(fn, name=...)``) maps
   it to the function in this process; the module that registers it must be
   imported by every worker before it starts (as with Celery's ``include``);
-- ``module:qualname`` of a module-level function, resolved by importing the
-  module, but only when the module is in ``allowed_modules``: a row in a
-  shared database is data, and importing and calling whatever it names would
-  hand that database's writers this process (``os:system`` is importable too).
+- ``module:qualname`` of a function, resolved by importing the module, but
+  only when the module is in ``allowed_modules`` and the object found is a
+  Python function whose own ``__module__`` and ``__qualname__`` are exactly
+  the reference: a row in a shared database is data, and importing and calling
+  whatever it names would hand that database's writers this process
+  (``os:system`` is importable, and ``myapp:os.system`` reaches it through
+  any allowed module that imports os).
+
+A registered name also carries the task's queue and retry policy
+(``options``); ``serves`` says which rows a worker with this registry claims.
 
 Invariant: ``reference(fn)`` returns a name only if ``resolve(name)`` in this
 process returns ``fn`` itself, so every stored reference can be run back at
@@ -24,17 +30,28 @@ import re
 import threading
 import types
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from .errors import NotDurable, UnknownTask
-from .store import check_key
+from .retry import Retry
+from .store import DEFAULT_QUEUE, Serves, check_key
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 # A module path and a dotted qualified name, with no "<lambda>" or "<locals>".
 _IMPORT_REF = re.compile(r"^([A-Za-z_][\w.]*):([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)$")
 
-__all__ = ["REGISTRY", "TaskRegistry", "task"]
+__all__ = ["REGISTRY", "TaskOptions", "TaskRegistry", "task"]
+
+
+class TaskOptions(NamedTuple):
+    """How a registered task is scheduled and run."""
+
+    queue: str
+    retry: Retry | None
+
+
+_DEFAULTS = TaskOptions(DEFAULT_QUEUE, None)
 
 
 class TaskRegistry:
@@ -61,14 +78,23 @@ class TaskRegistry:
         self._lock = threading.Lock()
         self._by_name: dict[str, Callable[..., Any]] = {}
         self._name_of: dict[Callable[..., Any], str] = {}
+        self._options: dict[str, TaskOptions] = {}
         self.allowed_modules: tuple[str, ...] = tuple(allowed_modules)
 
-    def register(self, fn: F, name: str | None = None) -> F:
+    def register(self, fn: F, name: str | None = None, *, queue: str | None = None,
+                 retry: Retry | None = None) -> F:
         """Register ``fn`` under ``name`` (default ``module:qualname``) and return it.
 
-        Registering the same function under the same name again is a no-op;
-        a name already taken by another function raises ValueError.
+        ``queue`` is where its versions go unless ``schedule(..., queue=)`` says
+        otherwise (default ``"default"``); ``retry`` its policy for failures
+        (default: none, a failure is final). Registering the same function under
+        the same name again is a no-op (its options are replaced); a name
+        already taken by another function raises ValueError.
         """
+        if queue is not None:
+            check_key(queue, "queue")
+        if retry is not None and not isinstance(retry, Retry):
+            raise TypeError(f"retry must be a Retry, not {type(retry).__name__}")
         if not callable(fn):
             raise TypeError(f"fn must be callable, not {type(fn).__name__}")
         if name is None:
@@ -83,13 +109,28 @@ class TaskRegistry:
                 raise ValueError(f"task name {name!r} is already registered to {old!r}")
             self._by_name[name] = fn
             self._name_of.setdefault(fn, name)
+            self._options[name] = TaskOptions(queue or DEFAULT_QUEUE, retry)
         return fn
 
-    def task(self, fn: F | None = None, *, name: str | None = None) -> Any:
-        """Decorator form of ``register``: ``@registry.task`` or ``@registry.task(name="x")``."""
+    def task(self, fn: F | None = None, *, name: str | None = None, queue: str | None = None,
+             retry: Retry | None = None) -> Any:
+        """Decorator form of ``register``: ``@registry.task`` or
+        ``@registry.task(name="x", queue="mail", retry=Retry(5))``."""
         if fn is None:
-            return lambda f: self.register(f, name)
-        return self.register(fn, name)
+            return lambda f: self.register(f, name, queue=queue, retry=retry)
+        return self.register(fn, name, queue=queue, retry=retry)
+
+    def options(self, ref: str) -> TaskOptions:
+        """The queue and retry policy of a stored reference (defaults if unregistered)."""
+        return self._options.get(ref, _DEFAULTS)
+
+    def serves(self, queues: Iterable[str] | None = None) -> Serves:
+        """What a worker with this registry can run: its registered names, the
+        ``module:function`` references of its allowed modules, in ``queues``
+        (None: every queue). Claims take only such rows."""
+        prefixes = tuple(p for m in self.allowed_modules for p in (m + ":", m + "."))
+        return Serves(tuple(self._by_name), prefixes,
+                      None if queues is None else tuple(queues))
 
     def reference(self, fn: Any) -> str:
         """The stored name of ``fn``, or NotDurable saying why it has none.

@@ -24,6 +24,7 @@ with SchedulerClosed: their rows stay in the store for the next start).
 
 from __future__ import annotations
 
+import datetime
 import os
 import secrets
 import socket
@@ -59,7 +60,8 @@ class DurableScheduler:
     """A task scheduler whose schedule survives restarts and is shared between processes.
 
     ``store``: None (in memory), a SQLite path or ``sqlite:///path``, a
-    ``postgresql://`` URL or a ``Store``. ``schedule()`` is one store write
+    ``postgresql://`` URL or a ``Store``; ``table`` names the table of a store
+    opened here from a path or URL (default ``pysched_tasks``). ``schedule()`` is one store write
     plus an O(log n) heap push; claims are batches of up to
     ``max_workers + prefetch`` rows.
 
@@ -68,6 +70,20 @@ class DurableScheduler:
     releases that owner's leases at once instead of waiting for them to
     expire: then no two live processes may share it.
 
+    ``max_workers=0`` makes a producer (a web process, say): it schedules,
+    cancels and watches its Futures, and claims nothing; it keeps no local
+    heap and starts no worker, heartbeat or listener thread.
+
+    ``queues``: the queues this worker claims from (None: every queue). A
+    worker claims only rows whose task name its ``registry`` knows (or whose
+    ``module:function`` its allowed modules cover), so during a rolling
+    deploy old workers leave new task names to new ones. Rows due for more
+    than ``stale_after`` seconds and unclaimed are counted in ``stats()``.
+
+    ``retention``: finished rows (completed, failed, cancelled, error) are
+    deleted this many seconds after they were last written (default a week;
+    None keeps them), in batches, once per ``resync_interval``.
+
     ``max_clock_skew`` (seconds): on a store with its own clock (PostgreSQL),
     how far this node's wall clock may be from the database's before it is
     refused and the database's used instead, and how far ahead of the
@@ -75,17 +91,23 @@ class DurableScheduler:
     """
 
     def __init__(self, store: Store | str | os.PathLike[str] | None = None, *,
-                 max_workers: int = 4, prefetch: int | None = None, owner: str | None = None,
+                 table: str | None = None, max_workers: int = 4, prefetch: int | None = None,
+                 owner: str | None = None,
                  lease: float = 30.0, heartbeat: float | None = None,
                  poll_interval: float = 1.0, resync_interval: float = 30.0,
-                 max_clock_skew: float = 5.0,
+                 max_clock_skew: float = 5.0, queues: Iterable[str] | None = None,
+                 retention: float | None = 7 * 86_400.0, stale_after: float = 300.0,
                  registry: TaskRegistry = REGISTRY, executor: Executor | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time) -> None:
         max_workers = check_capacity(max_workers, "max_workers")
-        if max_workers < 1:
-            raise ValueError("max_workers must be >= 1")
         prefetch = max_workers if prefetch is None else check_capacity(prefetch, "prefetch")
+        if max_workers == 0 and (prefetch or executor is not None):
+            raise ValueError("a producer (max_workers=0) takes no prefetch or executor")
+        served = None if queues is None else _queues(queues)
+        if retention is not None:
+            retention = _positive(retention, "retention")
+        stale_after = _positive(stale_after, "stale_after")
         lease = _positive(lease, "lease")
         beat = _positive(lease / 3 if heartbeat is None else heartbeat, "heartbeat")
         if beat >= lease:
@@ -96,7 +118,10 @@ class DurableScheduler:
         if owner is not None and check_key(owner, "owner") == "":
             raise ValueError("owner must be a non-empty str")
         self._owns_store = not isinstance(store, Store)
-        self.store: Store = open_store(store)
+        if table is not None and (store is None or isinstance(store, Store)):
+            raise ValueError("table= applies to a SQLite or PostgreSQL store opened from a path"
+                             " or URL here; a Store object has its table already")
+        self.store: Store = open_store(store) if table is None else open_store(store, table=table)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.registry = registry
         if owner is not None:
@@ -106,24 +131,28 @@ class DurableScheduler:
         s = self._s = Shared(store=self.store, owner=self.owner, registry=registry, lease=lease,
                              beat=beat, poll=poll, resync_every=resync_every,
                              max_skew=max_skew, cap=max_workers + prefetch, clock=clock,
-                             timebase=self.timebase)
+                             timebase=self.timebase, queues=served, retention=retention,
+                             stale_after=stale_after)
         s.scheduler = self
         self._mirror = Mirror(s)
-        self._mirror.resync()
         # The pool runs claimed versions: a ThreadPoolScheduler keyed by lease
         # token (so cancel() reaches a run's token, pysched.current_token()),
-        # or any Executor the caller passes.
-        pool: Executor = executor or ThreadPoolScheduler(
-            max_workers, thread_name_prefix="pysched-durable")
+        # or any Executor the caller passes. A producer has none.
+        pool: Executor | None = executor or (ThreadPoolScheduler(
+            max_workers, thread_name_prefix="pysched-durable") if max_workers else None)
         self._runs = Runs(s, pool, owns_pool=executor is None)
         outcomes = Outcomes(s, self._mirror)
         self._heartbeat = Heartbeat(s)
         self._keeper = Housekeeper(s, self._mirror, outcomes, self._shut_down)
-        jobs: list[tuple[str, Callable[[], None]]] = [
-            ("claim", Claimer(s, self._mirror, self._runs).run),
-            ("keeper", self._keeper.run), ("heartbeat", self._heartbeat.run)]
-        if self.store.notifies:
-            jobs.append(("listen", Listener(s, self._mirror).run))
+        jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
+        if max_workers:
+            self._mirror.resync()
+            jobs += [("claim", Claimer(s, self._mirror, self._runs).run),
+                     ("heartbeat", self._heartbeat.run)]
+            if self.store.notifies:
+                jobs.append(("listen", Listener(s, self._mirror).run))
+        else:
+            s.dispatching = False  # nothing will ever claim here
         self._threads = [threading.Thread(target=run, name=f"pysched-durable-{name}",
                                           daemon=True) for name, run in jobs]
         for thread in self._threads:
@@ -156,48 +185,77 @@ class DurableScheduler:
         return self._s.clock
 
     def schedule(self, task_id: str, run_at: float, priority: int, fn: Callable[..., Any],
-                 args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> DurableFuture:
+                 args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None, *,
+                 queue: str | None = None) -> DurableFuture:
         """Store ``fn(*args, **kwargs)`` due at ``run_at`` (on ``clock``) as a new version.
 
         ``fn`` must be a registered task or an allowed module-level function
         (NotDurable otherwise, for lambdas too); args must be JSON; ``task_id``
-        a str of at most 1024 UTF-8 bytes with no NUL (ValueError). Returns
-        the Future of the new version. One store transaction, O(log n) here.
+        a str of at most 1024 UTF-8 bytes with no NUL (ValueError). ``queue``
+        overrides the task's registered queue. Returns the Future of the new
+        version. One store transaction, O(log n) here.
         """
-        return self.schedule_many([(task_id, run_at, priority, fn, args, kwargs)])[0]
+        return self.schedule_many([(task_id, run_at, priority, fn, args, kwargs)],
+                                  queue=queue)[0]
 
     def schedule_in(self, task_id: str, delay: float, priority: int, fn: Callable[..., Any],
-                    args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
-                    ) -> DurableFuture:
+                    args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None, *,
+                    queue: str | None = None) -> DurableFuture:
         """``schedule()`` at ``delay`` (>= 0) seconds from now, as on ThreadPoolScheduler."""
         delay = check_time(delay, "delay")
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay!r}")
-        return self.schedule(task_id, self._s.clock() + delay, priority, fn, args, kwargs)
+        return self.schedule(task_id, self._s.clock() + delay, priority, fn, args, kwargs,
+                             queue=queue)
 
-    def schedule_many(self, items: Iterable[Sequence[Any]]) -> list[DurableFuture]:
+    def schedule_at(self, task_id: str, when: datetime.datetime, priority: int,
+                    fn: Callable[..., Any], args: Sequence[Any] = (),
+                    kwargs: dict[str, Any] | None = None, *,
+                    queue: str | None = None) -> DurableFuture:
+        """``schedule()`` at the wall-clock instant ``when``, an aware ``datetime``.
+
+        Stored as that instant (not converted through this process's monotonic
+        clock), so another process runs it at ``when`` as its clock sees it.
+        A naive datetime raises ValueError: its zone would be a guess.
+        """
+        if not isinstance(when, datetime.datetime):
+            raise TypeError(f"when must be a datetime, not {type(when).__name__}")
+        if when.tzinfo is None or when.utcoffset() is None:
+            raise ValueError(f"when must be an aware datetime (with a tzinfo), got {when!r}")
+        return self.schedule_many([(task_id, self.timebase.to_mono(when.timestamp()), priority,
+                                    fn, args, kwargs)], queue=queue)[0]
+
+    def schedule_many(self, items: Iterable[Sequence[Any]], *,
+                      queue: str | None = None) -> list[DurableFuture]:
         """``schedule`` many ``(task_id, run_at, priority, fn[, args[, kwargs]])`` at once.
 
         All are checked before any is stored: one bad item stores none. One
-        store transaction.
+        store transaction. ``queue`` overrides each task's registered queue.
         """
+        if queue is not None:
+            check_key(queue, "queue")
         new = []
         for item in items:
             task_id, run_at, priority, fn, *rest = item
             check_key(task_id, "task_id")
             run_at = check_time(run_at, "run_at")
             args = encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)
+            ref = self.registry.reference(fn)
             new.append(NewTask(task_id, self.timebase.to_wall(run_at), check_priority(priority),
-                               self.registry.reference(fn), args))
+                               ref, args, queue or self.registry.options(ref).queue))
         s = self._s
         futures, cancelled = [], []
+        served = s.served()
         with s.lock:
             self._check_open()
             # The one store call made under the lock: otherwise the claimer
             # could claim, run and finish a version before its Future exists.
             versions = self.store.schedule(new)
             for task, version in zip(new, versions, strict=True):
-                self._mirror.put(task.task_id, version, task.run_at, task.priority)
+                if served(task.ref, task.queue):
+                    self._mirror.put(task.task_id, version, task.run_at, task.priority)
+                else:  # another worker's: an older version here must not linger
+                    self._mirror.drop(task.task_id, version)
                 cancelled += s.supersede(task.task_id, version)
                 future = DurableFuture(self, task.task_id, version)
                 s.futures.setdefault(task.task_id, {})[version] = future
@@ -233,6 +291,25 @@ class DurableScheduler:
         cancel_all(cancelled)
         return True
 
+    def retry(self, task_id: str) -> DurableFuture | None:
+        """Put a failed or errored task back as a new version due now (attempts from 1).
+
+        Returns its Future, or None when the row is not failed or error. One
+        store write.
+        """
+        check_key(task_id, "task_id")
+        s = self._s
+        with s.lock:
+            self._check_open()
+            version = self.store.retry(task_id)  # under the lock, as in schedule_many
+            if version is None:
+                return None
+            future = DurableFuture(self, task_id, version)
+            s.futures.setdefault(task_id, {})[version] = future
+        # Its ref and queue are in the row: a re-read puts it here if this worker serves it.
+        s.guarded(lambda: self._mirror.sync(self.store.rows([task_id])), "re-reading a retry")
+        return future
+
     def row(self, task_id: str) -> dict[str, Any] | None:
         """The stored row of ``task_id`` (every column), or None. One store read."""
         return self.store.get(task_id)
@@ -241,9 +318,12 @@ class DurableScheduler:
         """This process's view: owner, state, local pending entries, runs in flight, and
         counters (claims, re-runs, outcomes by state, re-reads, store errors, ...)."""
         with self._s.lock:
+            count, oldest = self._s.unclaimed
             return {"owner": self.owner, "state": self._s.state,
+                    "queues": None if self._s.queues is None else list(self._s.queues),
                     "local_pending": len(self._mirror.entries),
-                    "inflight": len(self._s.inflight), **self._s.counts}
+                    "inflight": len(self._s.inflight), "unclaimed": count,
+                    "oldest_unclaimed_run_at": oldest, **self._s.counts}
 
     def close(self, wait: bool = True, timeout: float | None = None) -> bool:
         """Stop claiming; hand back unstarted claims; let running versions finish.
@@ -321,6 +401,15 @@ class DurableScheduler:
                 future.set_exception(SchedulerClosed(
                     f"closed before task {future.task_id!r} version {future.version} ran here;"
                     " it stays in the store"))
+
+
+def _queues(queues: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(queues, str):
+        raise TypeError("queues must be an iterable of str, not a str")
+    served = tuple(check_key(q, "queue") for q in queues)
+    if not served:
+        raise ValueError("queues must name at least one queue (None serves every queue)")
+    return served
 
 
 def _positive(value: Any, name: str) -> float:

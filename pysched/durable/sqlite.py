@@ -14,6 +14,7 @@ failure or OS crash; pass ``synchronous="FULL"`` to survive those too.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -28,6 +29,7 @@ from .store import (
     NewTask,
     Outcome,
     Row,
+    Serves,
     Store,
     check_key,
     claim_order,
@@ -36,7 +38,9 @@ from .store import (
 __all__ = ["SQLiteStore"]
 
 _COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
-            "lease_owner, lease_token, lease_expires")
+            "lease_owner, lease_token, lease_expires, queue, updated_at")
+# Columns added after the first release: (name, type and default), added to old tables.
+ADDED_COLUMNS = [("queue", "TEXT NOT NULL DEFAULT 'default'"), ("updated_at", "REAL")]
 
 
 class SQLiteStore(Store):
@@ -65,6 +69,10 @@ class SQLiteStore(Store):
                        " args TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
                        " seq INTEGER NOT NULL, fmt INTEGER NOT NULL DEFAULT 1, error TEXT,"
                        " lease_owner TEXT, lease_token TEXT, lease_expires REAL)")
+            have = {r[1] for r in db.execute(f"PRAGMA table_info({t})").fetchall()}
+            for column, ddl in ADDED_COLUMNS:  # tables made by an older pysched
+                if column not in have:
+                    db.execute(f"ALTER TABLE {t} ADD COLUMN {column} {ddl}")
             for statement in index_statements(t):
                 db.execute(statement)
             db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key TEXT PRIMARY KEY, value REAL)")
@@ -96,13 +104,14 @@ class SQLiteStore(Store):
                 seq += 1
                 (version,) = db.execute(
                     f"INSERT INTO {t} (task_id, version, state, run_at, priority, ref, args,"
-                    " attempts, seq, fmt) VALUES (?, 1, 'pending', ?, ?, ?, ?, 0, ?, ?)"
+                    " attempts, seq, fmt, queue) VALUES (?, 1, 'pending', ?, ?, ?, ?, 0, ?, ?, ?)"
                     " ON CONFLICT (task_id) DO UPDATE SET version = version + 1,"
                     " state = 'pending', run_at = excluded.run_at, priority = excluded.priority,"
                     " ref = excluded.ref, args = excluded.args, attempts = 0, error = NULL,"
-                    " seq = excluded.seq, fmt = excluded.fmt RETURNING version",
+                    " seq = excluded.seq, fmt = excluded.fmt, queue = excluded.queue,"
+                    " updated_at = NULL RETURNING version",
                     (task.task_id, task.run_at, task.priority, task.ref, task.args, seq,
-                     ROW_FORMAT)).fetchone()
+                     ROW_FORMAT, task.queue)).fetchone()
                 versions.append(version)
             db.execute(f"UPDATE {t}_meta SET value = ? WHERE key = 'seq'", (seq,))
             self._bump_changes(db)
@@ -111,10 +120,12 @@ class SQLiteStore(Store):
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
         check_key(task_id, "task_id")
         with self._write() as db:
-            row = db.execute(f"UPDATE {self.table} SET version = version + 1, state = 'cancelled'"
-                             " WHERE task_id = :id AND (state = 'pending' OR state = 'running'"
+            row = db.execute(f"UPDATE {self.table} SET version = version + 1,"
+                             " state = 'cancelled', updated_at = :now WHERE task_id = :id"
+                             " AND (state = 'pending' OR state = 'running'"
                              " AND :v IS NULL) AND version = coalesce(:v, version)"
-                             " RETURNING version", {"id": task_id, "v": version}).fetchone()
+                             " RETURNING version",
+                             {"id": task_id, "v": version, "now": self._clock()}).fetchone()
             if row is not None:
                 self._bump_changes(db)
         return None if row is None else int(row[0])
@@ -122,7 +133,7 @@ class SQLiteStore(Store):
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         db = self._conns.get()
         cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
-                " lease_expires IS NOT NULL AND lease_expires >= ?")
+                " lease_expires IS NOT NULL AND lease_expires >= ?, ref, queue")
         now = self._clock()
         if task_ids is None:
             found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'",
@@ -134,9 +145,10 @@ class SQLiteStore(Store):
                 chunk = ids[i:i + 500]
                 found += db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id IN"
                                     f" ({','.join('?' * len(chunk))})", (now, *chunk)).fetchall()
-        return [Row(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in found]
+        return [Row(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in found]
 
-    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+    def claim(self, threshold: float, limit: int, owner: str, lease: float,
+              serves: Serves | None = None) -> list[Claim]:
         t = self.table
         now = self._clock()
         with self._write() as db:
@@ -149,11 +161,15 @@ class SQLiteStore(Store):
                 f" WHERE (task_id, version) IN (SELECT task_id, version FROM {t}"
                 "  WHERE state = 'pending' AND run_at <= :threshold"
                 "  AND (lease_expires IS NULL OR lease_expires < :now)"
+                "  AND (:names IS NULL OR ref IN (SELECT value FROM json_each(:names))"
+                "   OR EXISTS (SELECT 1 FROM json_each(:prefixes)"
+                "    WHERE substr(ref, 1, length(value)) = value))"
+                "  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))"
                 "  ORDER BY run_at, priority DESC, seq LIMIT :limit) AND state = 'pending'"
                 " RETURNING task_id, version, run_at, priority, ref, args, attempts,"
                 " lease_token, fmt, seq",
                 {"owner": owner, "now": now, "lease": lease, "threshold": threshold,
-                 "limit": limit}).fetchall()
+                 "limit": limit, **_serves_params(serves)}).fetchall()
         return [Claim(*r[:9]) for r in claim_order(found)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
@@ -161,11 +177,17 @@ class SQLiteStore(Store):
         results = []
         with self._write() as db:
             for o in outcomes:
+                # A hand-back unrun keeps the error of an earlier try.
+                keep_error = o.state == "pending" and o.retry_at is None
                 recorded = db.execute(
-                    f"UPDATE {t} SET state = ?, error = ?, lease_owner = NULL,"
+                    f"UPDATE {t} SET state = ?, error = CASE WHEN ? THEN error ELSE ? END,"
+                    " run_at = coalesce(?, run_at), updated_at = ?, lease_owner = NULL,"
                     " lease_token = NULL, lease_expires = NULL WHERE task_id = ?"
                     " AND lease_token = ? AND version = ? AND state = 'running'",
-                    (o.state, o.error, o.task_id, o.token, o.version)).rowcount == 1
+                    (o.state, keep_error, o.error, o.retry_at, self._clock(), o.task_id,
+                     o.token, o.version)).rowcount == 1
+                if recorded and o.state == "pending":
+                    self._bump_changes(db)  # claimable again: others must look
                 if not recorded and db.execute(
                         f"UPDATE {t} SET lease_owner = NULL, lease_token = NULL,"
                         " lease_expires = NULL WHERE task_id = ? AND lease_token = ?",
@@ -173,6 +195,35 @@ class SQLiteStore(Store):
                     self._bump_changes(db)  # a newer version may be waiting for this lease
                 results.append(recorded)
         return results
+
+    def retry(self, task_id: str) -> int | None:
+        check_key(task_id, "task_id")
+        t = self.table
+        with self._write() as db:
+            (seq,) = db.execute(f"SELECT value FROM {t}_meta WHERE key = 'seq'").fetchone()
+            now = self._clock()
+            row = db.execute(f"UPDATE {t} SET version = version + 1, state = 'pending',"
+                             " run_at = ?, attempts = 0, error = NULL, seq = ?, updated_at = ?"
+                             " WHERE task_id = ? AND state IN ('failed', 'error')"
+                             " RETURNING version", (now, int(seq) + 1, now, task_id)).fetchone()
+            if row is not None:
+                db.execute(f"UPDATE {t}_meta SET value = ? WHERE key = 'seq'", (int(seq) + 1,))
+                self._bump_changes(db)
+        return None if row is None else int(row[0])
+
+    def prune(self, before: float, limit: int) -> int:
+        t = self.table
+        with self._write() as db:
+            return db.execute(f"DELETE FROM {t} WHERE task_id IN (SELECT task_id FROM {t}"
+                              " WHERE state IN ('completed', 'failed', 'cancelled', 'error')"
+                              " AND coalesce(updated_at, run_at) < ? LIMIT ?)",
+                              (before, limit)).rowcount
+
+    def pending_stats(self, before: float) -> tuple[int, float | None]:
+        count, oldest = self._conns.get().execute(
+            f"SELECT count(*), min(run_at) FROM {self.table} WHERE state = 'pending'"
+            " AND run_at < ?", (before,)).fetchone()
+        return int(count), oldest
 
     def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
         expires = self._clock() + lease
@@ -222,9 +273,10 @@ class SQLiteStore(Store):
 
     def mark_error(self, task_id: str, version: int, message: str) -> bool:
         with self._write() as db:
-            return db.execute(f"UPDATE {self.table} SET state = 'error', error = ?"
-                              " WHERE task_id = ? AND version IS ? AND state = 'pending'",
-                              (message, task_id, version)).rowcount == 1
+            return db.execute(f"UPDATE {self.table} SET state = 'error', error = ?,"
+                              " updated_at = ? WHERE task_id = ? AND version IS ?"
+                              " AND state = 'pending'",
+                              (message, self._clock(), task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         check_key(task_id, "task_id")
@@ -253,6 +305,14 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self._conns.close_all()
+
+
+def _serves_params(serves: Serves | None) -> dict[str, str | None]:
+    """The claim's filter parameters: JSON arrays, or None for "every row"."""
+    if serves is None:
+        return {"names": None, "prefixes": None, "queues": None}
+    return {"names": json.dumps(serves.names), "prefixes": json.dumps(serves.prefixes),
+            "queues": None if serves.queues is None else json.dumps(serves.queues)}
 
 
 class _Transaction:

@@ -30,7 +30,7 @@ import json
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .errors import BadRow, NotDurable
@@ -50,12 +50,13 @@ INT64_MAX = 2**63 - 1
 # The longest task id every store keeps, in UTF-8 bytes: well under PostgreSQL's
 # b-tree entry limit (about 2.7 kB) and its notification payload (8 kB).
 MAX_KEY_BYTES = 1024
+DEFAULT_QUEUE = "default"
 
 __all__ = [
-    "CANCELLED", "COMPLETED", "ERROR", "FAILED", "FINAL_STATES", "KNOWN_STATES", "PENDING",
-    "ROW_FORMAT", "RUNNING", "Claim", "NewTask", "Outcome", "Row", "Store", "check_claim",
-    "check_fields",
-    "check_key", "claim_order", "decode_args", "encode_args",
+    "CANCELLED", "COMPLETED", "DEFAULT_QUEUE", "ERROR", "FAILED", "FINAL_STATES", "KNOWN_STATES",
+    "PENDING", "ROW_FORMAT", "RUNNING", "Changes", "Claim", "NewTask", "Outcome", "Row", "Serves",
+    "Store", "check_claim", "check_fields", "check_key", "claim_order", "decode_args",
+    "encode_args",
 ]
 
 
@@ -67,6 +68,7 @@ class NewTask(NamedTuple):
     priority: int
     ref: str
     args: str
+    queue: str = DEFAULT_QUEUE
 
 
 class Row(NamedTuple):
@@ -78,6 +80,39 @@ class Row(NamedTuple):
     run_at: float
     priority: int
     blocked: bool  # pending, but an older version still holds a live lease
+    ref: str = ""
+    queue: str = DEFAULT_QUEUE
+
+
+class Changes(set[str]):
+    """What ``Store.wait_changes`` saw: the task ids other processes wrote, and
+    ``everything`` when a notification (or a new subscription) asked for a full
+    re-read as well. A plain empty set from a store means everything too."""
+
+    everything = False
+
+
+class Serves(NamedTuple):
+    """What one worker can run: the rows a claim may take.
+
+    A row is served when its ``ref`` is one of ``names`` (registered here) or
+    starts with one of ``prefixes`` (``module:`` or ``module.`` of an allowed
+    module), and its queue is in ``queues`` (None: every queue). A worker
+    leaves every other row to one that serves it, so a rolling deploy in which
+    old workers do not know a new task name loses nothing to error.
+    """
+
+    names: tuple[str, ...]
+    prefixes: tuple[str, ...]
+    queues: tuple[str, ...] | None = None
+
+    def matcher(self) -> Callable[[Any, Any], bool]:
+        """``matches(ref, queue)``, O(1) per row once built (build it once per batch)."""
+        names = frozenset(self.names)
+        queues = None if self.queues is None else frozenset(self.queues)
+        return lambda ref, queue: (
+            (ref in names or isinstance(ref, str) and ref.startswith(self.prefixes))
+            and (queues is None or queue in queues))
 
 
 class Claim(NamedTuple):
@@ -100,8 +135,11 @@ class Outcome(NamedTuple):
     token: str
     task_id: str
     version: int
-    state: str  # completed, failed or error
+    state: str  # completed, failed or error; pending hands the claim back
     error: str | None
+    # With state pending: when the version is due again (a retry after a
+    # failure, with its error kept); None keeps run_at (a hand-back unrun).
+    retry_at: float | None = None
 
 
 def check_key(value: Any, name: str, limit: int = MAX_KEY_BYTES) -> str:
@@ -217,12 +255,14 @@ class Store(ABC):
         """Every pending row (``task_ids`` None), or the rows of ``task_ids`` in any state."""
 
     @abstractmethod
-    def claim(self, threshold: float, limit: int, owner: str, lease: float) -> list[Claim]:
+    def claim(self, threshold: float, limit: int, owner: str, lease: float,
+              serves: Serves | None = None) -> list[Claim]:
         """Claim up to ``limit`` pending, lease-free rows with ``run_at <= threshold``.
 
         In order of run_at, then higher priority, then scheduling order; each
         is a conditional update on (task_id, version, state = pending) that
-        sets a lease of ``lease`` seconds for ``owner``.
+        sets a lease of ``lease`` seconds for ``owner``. With ``serves``, only
+        rows it matches.
         """
 
     @abstractmethod
@@ -230,9 +270,26 @@ class Store(ABC):
         """Record each outcome if its claim still holds the row's version; True where recorded.
 
         A False still releases the lease if ``token`` holds it. An outcome in
-        state pending hands a claimed version back unrun (closing with work
-        claimed but not started).
+        state pending hands a claimed version back: unrun (closing with work
+        claimed but not started), or to be retried at ``retry_at`` with its
+        error kept. Every recorded outcome sets ``updated_at``.
         """
+
+    @abstractmethod
+    def retry(self, task_id: str) -> int | None:
+        """Put a failed or errored row back as a new pending version due now (store clock),
+        its attempts reset; the new version, or None if the row is in no such state."""
+
+    @abstractmethod
+    def prune(self, before: float, limit: int) -> int:
+        """Delete up to ``limit`` rows in a final state last written before ``before``
+        (store clock; rows never written since this column existed count by
+        run_at). Returns how many. Scheduling such an id again starts at version 1."""
+
+    @abstractmethod
+    def pending_stats(self, before: float) -> tuple[int, float | None]:
+        """(number, earliest run_at) of pending rows due before ``before``: work that no
+        worker has claimed although it is due."""
 
     @abstractmethod
     def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
@@ -301,7 +358,8 @@ class Store(ABC):
     def wait_changes(self, timeout: float) -> set[str] | None:
         """Block up to ``timeout`` for other processes' writes (notifying stores only).
 
-        Returns the task ids written, an empty set for "some, re-read
+        Returns the task ids written (a ``Changes`` whose ``everything`` says a
+        full re-read was asked for too), an empty set for "some, re-read
         everything", or None on timeout.
         """
         raise NotImplementedError

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from pysched.durable import NewTask, Store, current_task
 
 WORKER = Path(__file__).with_name("worker.py")
 FAR = 10 * 24 * 3600.0  # "never due" during a run: ten days ahead
+SENTINEL = "zz-sentinel"  # keeps the last worker running through a database restart
 
 _log_fd: int | None = None
 _owner = ""
@@ -118,7 +120,8 @@ def apply_round(store: Store, plan: Plan, k: int, window: float) -> None:
 def start_worker(target: str, table: str, owner: str, log: str, *, lease: float,
                  heartbeat: float | None = None, workers: int = 4, prefetch: int = 4,
                  pause: float = 0.002, exit_when_done: bool = False,
-                 wait: bool = True) -> subprocess.Popen[str]:
+                 tolerate_store_errors: bool = False, wait: bool = True
+                 ) -> subprocess.Popen[str]:
     """Start a worker process; with ``wait``, wait until its scheduler is up."""
     cmd = [sys.executable, str(WORKER), target, table, owner, log, "--lease", str(lease),
            "--workers", str(workers), "--prefetch", str(prefetch), "--pause", str(pause)]
@@ -126,6 +129,8 @@ def start_worker(target: str, table: str, owner: str, log: str, *, lease: float,
         cmd += ["--heartbeat", str(heartbeat)]
     if exit_when_done:
         cmd.append("--exit-when-done")
+    if tolerate_store_errors:
+        cmd.append("--tolerate-store-errors")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     return wait_ready(proc) if wait else proc
 
@@ -178,9 +183,14 @@ def read_log(path: str) -> list[tuple[str, str, int, int, str, float]]:
 
 def crash_run(target: str, table: str, log: str, *, n: int, kills: int, seed: int,
               spread: float, max_delay: float, lease: float = 30.0,
-              stable_owner: bool = True) -> dict[str, Any]:
+              stable_owner: bool = True,
+              restart: Callable[[], None] | None = None) -> dict[str, Any]:
     """Schedule ``n`` tasks, SIGKILL a worker ``kills`` times at random points, then let
-    one run until nothing is pending or running. Returns the figures."""
+    one run until nothing is pending or running. Returns the figures.
+
+    With ``restart`` (a database server restart), the last worker lives through one:
+    a parked sentinel keeps it from finishing early; after the restart the driver
+    schedules 50 more tasks and moves the sentinel in, which that worker must run."""
     rng = random.Random(seed)
     store = durable.open_store(target, table=table)
     plan = populate(store, n, spread, kills, seed)
@@ -193,8 +203,19 @@ def crash_run(target: str, table: str, log: str, *, n: int, kills: int, seed: in
         kill(proc)
     if not kills:
         apply_round(store, plan, 0, spread / 2)
+    if restart is not None:
+        store.schedule([NewTask(SENTINEL, time.time() + FAR, 0, "record", args(0))])
+        plan.forbidden.add((SENTINEL, 0))
     last = start_worker(target, table, "crash-worker" if stable_owner else "crash-final", log,
-                        lease=lease, exit_when_done=True)
+                        lease=lease, exit_when_done=True,
+                        tolerate_store_errors=restart is not None)
+    if restart is not None:
+        time.sleep(0.2)
+        restart()
+        after = [NewTask(f"after{i:02d}", time.time(), 0, "record", args(0)) for i in range(50)]
+        store.schedule([*after, NewTask(SENTINEL, time.time(), 0, "record", args(1))])
+        plan.final.update({t.task_id: 0 for t in after})
+        plan.final[SENTINEL] = 1
     assert reap(last) == 0
     elapsed = time.monotonic() - started
     figures = check(plan, read_log(log), store)

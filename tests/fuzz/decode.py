@@ -12,7 +12,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from .values import EXCEPTIONS, FNS, IDS, PRIORITIES, TIMES
+from .values import EXCEPTIONS, FNS, IDS, PRIORITIES, TIMES, HashRaises
+
+HASHLESS = HashRaises()
 
 MAX_OPS = 400  # keeps one input fast; longer histories come from bursts
 
@@ -92,13 +94,38 @@ def operations(data: bytes) -> Iterator[tuple]:
         elif kind == 14:
             yield ("burst", r.byte() % 130, r.byte(), _time(r))
         else:
-            which = r.byte() % 3
-            if which == 0:
-                yield ("cancel_burst", r.byte() % 130, r.byte())
-            elif which == 1:
-                yield ("foreign",)
+            b = r.byte()
+            if b < 192:  # the operations of the first version of this decoding
+                which = b % 3
+                if which == 0:
+                    yield ("cancel_burst", r.byte() % 130, r.byte())
+                elif which == 1:
+                    yield ("foreign",)
+                else:
+                    yield ("drain", _time(r))
             else:
-                yield ("drain", _time(r))
+                yield from _newer_operation(r, b % 8)
+
+
+def _newer_operation(r: Reader, which: int) -> Iterator[tuple]:
+    """peek, cancel_pending, release, pop_due, schedule_many and hold."""
+    if which == 0:
+        yield ("peek",)
+    elif which == 1:
+        yield ("cancel_pending", _task_id(r))
+    elif which == 2:
+        yield ("release", r.byte())
+    elif which == 3:
+        limit = r.byte()
+        yield ("pop_due", None if r.byte() % 4 == 0 else _time(r),
+               None if limit >= 200 else r.pick([-1, 1.5, True]) if limit >= 190 else limit % 8)
+    elif which == 4:
+        items = [(_task_id(r), _time(r), _priority(r), r.pick(FNS)) for _ in range(r.byte() % 5)]
+        if r.byte() % 8 == 0:
+            items.append(r.pick([None, ("a", 1.0), "abcd", 3]))
+        yield ("schedule_many", items)
+    else:  # the most common: keep tasks running while their ids are scheduled again
+        yield ("hold", r.byte() % 16, _time(r), _time(r))
 
 
 class _Fake:
@@ -107,3 +134,38 @@ class _Fake:
     task_id = "a"
     version = 1
     state = "running"
+
+
+# -- the bounded queue ------------------------------------------------------------
+
+QUEUE_OPS = ("push", "push", "push", "push_or_evict", "push_or_evict", "pop", "pop_entry",
+             "peek", "peek_worst", "remove", "reprioritize", "snapshot", "len", "stats")
+
+
+def _key(r: Reader) -> object:
+    b = r.byte()
+    return None if b < 96 else IDS[b % len(IDS)]
+
+
+def queue_operations(data: bytes) -> tuple[object, object, list[tuple]]:
+    """The capacity, the tenant limit and the operations that ``data`` encodes for a queue."""
+    r = Reader(data)
+    b = r.byte()
+    capacity: object = b % 12 if b < 240 else r.pick([-1, 1.5, None, 2**64, True, 300])
+    b = r.byte()
+    tenant_limit: object = None if b < 128 else b % 4 if b < 250 else r.pick([-1, "2", 1.0])
+    ops: list[tuple] = []
+    values = 0
+    while r.left() > 0 and len(ops) < MAX_OPS:
+        name = QUEUE_OPS[r.byte() % len(QUEUE_OPS)]
+        if name in ("push", "push_or_evict"):
+            values += 1
+            tenant = None if r.byte() < 128 else r.pick(["x", "y", 1.0, None, [], HASHLESS])
+            ops.append((name, _priority(r), f"v{values}", _key(r), tenant))
+        elif name == "remove":
+            ops.append((name, _key(r)))
+        elif name == "reprioritize":
+            ops.append((name, _key(r), _priority(r)))
+        else:
+            ops.append((name,))
+    return capacity, tenant_limit, ops

@@ -88,7 +88,31 @@ class Side:
             return [s.cancel(("burst", base + i)) for i in range(count)]
         if name == "drain":
             return self._drain(args[0])
+        if name == "peek":
+            return s.peek()
+        if name == "cancel_pending":
+            return s.cancel_pending(args[0])
+        if name == "release":
+            return s.release(self._task(args[0]))
+        if name == "pop_due":
+            result = s.pop_due(args[0], args[1])
+            self.tasks.extend(result)
+            return result
+        if name == "schedule_many":
+            return s.schedule_many(args[0])
+        if name == "hold":
+            return self._hold(*args)
         raise ValueError(f"unknown operation {name!r}")
+
+    def _hold(self, count: int, now: float, later: float) -> list[Any]:
+        """Claim up to ``count`` due tasks, keep them running and schedule each id again.
+
+        The new versions come due while the old ones run, so they park.
+        """
+        claimed = self.sched.pop_due(now, count)
+        self.tasks.extend(claimed)
+        return [self.sched.schedule(task.task_id, later, task.priority, task.fn)
+                for task in claimed]
 
     def _task(self, k: int) -> Any:
         return self.tasks[k % len(self.tasks)] if self.tasks else None
@@ -163,7 +187,7 @@ class Differential:
         self.compare_state(where)
 
     def _remember_ids(self, op: tuple) -> None:
-        if op[0] in ("schedule", "cancel", "state") and len(self.ids) < 64:
+        if op[0] in ("schedule", "cancel", "cancel_pending", "state") and len(self.ids) < 64:
             try:
                 hash(op[1])
             except Exception:

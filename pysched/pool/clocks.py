@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ._validate import check_callable, check_time
+from .._validate import check_callable, check_time
 
 # Longer lock timeouts raise OverflowError; a wait that long just wakes once
 # and the caller loops.

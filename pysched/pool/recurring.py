@@ -36,16 +36,7 @@ STOP = "stop"
 CONTINUE = "continue"
 ON_ERRORS = (STOP, CONTINUE)
 
-__all__ = ["MODES", "ON_ERRORS", "OVERLAPS", "Recurrence", "check_choice"]
-
-
-def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
-    """Return ``value`` if it is one of ``choices``, else raise naming ``name``."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-    return value
+__all__ = ["MODES", "ON_ERRORS", "OVERLAPS", "Recurrence"]
 
 
 class Recurrence:

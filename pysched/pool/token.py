@@ -19,13 +19,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ._clocks import Waiter, waiter_for
-from ._validate import check_callable, check_time
-
-if TYPE_CHECKING:
-    from ._task_future import TaskFuture
+from .._validate import check_callable, check_time
+from .clocks import Waiter, waiter_for
 
 LOGGER = logging.getLogger("pysched")
 
@@ -149,7 +146,7 @@ class CancelToken:
                     self._callbacks = []
                 self._callbacks.append(fn)
                 return
-        _run_callbacks([fn])
+        run_callbacks([fn])
 
     def cancel(self, reason: str = CANCELLED) -> bool:
         """Set the token; return False if it was already set. Runs the callbacks."""
@@ -159,7 +156,7 @@ class CancelToken:
             callbacks = self._set_locked(reason)
             if callbacks is None:
                 return False
-        _run_callbacks(callbacks)
+        run_callbacks(callbacks)
         return True
 
     def _set_locked(self, reason: str) -> list[Callable[[], Any]] | None:
@@ -176,7 +173,7 @@ class CancelToken:
         return f"<CancelToken {self._reason or 'not cancelled'}>"
 
 
-def _run_callbacks(callbacks: list[Callable[[], Any]]) -> None:
+def run_callbacks(callbacks: list[Callable[[], Any]]) -> None:
     for fn in callbacks:
         try:
             fn()
@@ -184,8 +181,14 @@ def _run_callbacks(callbacks: list[Callable[[], Any]]) -> None:
             LOGGER.exception("pysched: exception in cancel callback %r", fn)
 
 
-# The TaskFuture of the task running in this context: set by the worker around fn.
-_current_run: contextvars.ContextVar[TaskFuture] = contextvars.ContextVar("pysched_current_run")
+class RunningTask(Protocol):
+    """What current_token() needs of the task running in a context (a TaskFuture)."""
+
+    def _current_token(self) -> CancelToken: ...
+
+
+# The task running in this context: set by the worker around fn.
+_current_run: contextvars.ContextVar[RunningTask] = contextvars.ContextVar("pysched_current_run")
 
 
 def current_token() -> CancelToken:
@@ -197,4 +200,4 @@ def current_token() -> CancelToken:
     run = _current_run.get(None)
     if run is None:
         raise RuntimeError("current_token() called outside a pysched task")
-    return run._owner._token_for(run)
+    return run._current_token()

@@ -8,13 +8,18 @@ Condition's Python-level methods. Measured with ``time.thread_time`` while
 50,000 Futures are kept alive (as a caller collecting results does):
 ``Future()`` costs about 5.5 us, a Future without them about 0.5 us, and
 that difference alone decided the throughput against ThreadPoolExecutor.
-So a TaskFuture holds a C ``RLock`` (untracked) and builds the Condition and
-the two lists only when something needs them: a thread that waits in
-``result()``, ``concurrent.futures.wait()``/``as_completed()``, or a done
-callback. The attribute names are those of CPython's Future (``_condition``,
-``_state``, ``_result``, ``_exception``, ``_waiters``, ``_done_callbacks``), the
-same from 3.2 to 3.14, so every inherited method and the module functions work
-on it unchanged; a test pins those names.
+So a TaskFuture holds a C ``RLock`` (untracked) as its ``_condition`` and
+builds the Condition and the two lists only when something needs them: a
+thread that waits in ``result()``/``exception()``, a waiter of
+``concurrent.futures.wait()``/``as_completed()``, or a done callback.
+``wait()`` and ``as_completed()`` only lock ``_condition`` (with ``with``),
+which the RLock does without making 50,000 Conditions for 50,000 Futures;
+the methods that wait or notify (``result``, ``exception``, ``set_result``,
+``set_exception``, ``cancel``) are this class's, on the Condition it makes on
+that same lock. The other attribute names are those of CPython's Future
+(``_state``, ``_result``, ``_exception``, ``_waiters``, ``_done_callbacks``),
+the same from 3.2 to 3.14, so every inherited method and the module
+functions work on it; a test pins those names.
 
 Invariants: every state change happens under ``_lock`` (the Condition, once
 made, is built on it), exactly as in a stock Future. A TaskFuture is resolved
@@ -35,7 +40,7 @@ import math
 import threading
 import types
 from collections.abc import Callable, Hashable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future, InvalidStateError
 from concurrent.futures._base import (
     CANCELLED,
     CANCELLED_AND_NOTIFIED,
@@ -43,12 +48,10 @@ from concurrent.futures._base import (
     PENDING,
     RUNNING,
 )
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ._cancel_token import CancelToken
-    from ._recurring import Recurrence
-    from .threadpool import ThreadPoolScheduler
+from .recurring import Recurrence
+from .token import CancelToken
 
 # A submitted task's id is its own Future; storing the Future in its own
 # attribute would make a reference cycle and leave every finished Future to
@@ -59,7 +62,17 @@ _DONE = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED})
 _CANCELLED = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED})
 _RLock = threading.RLock
 
-__all__ = ["TaskFuture"]
+__all__ = ["FutureOwner", "TaskFuture"]
+
+
+class FutureOwner(Protocol):
+    """What a TaskFuture needs of the pool that made it."""
+
+    def cancel_future(self, fut: TaskFuture) -> bool:
+        """Future.cancel(): cancel ``fut``'s version unless it started; True if cancelled."""
+
+    def token_for(self, fut: TaskFuture) -> CancelToken:
+        """The cancel token of ``fut``'s running version, made on first use."""
 
 
 class TaskFuture(Future):  # type: ignore[type-arg]
@@ -79,7 +92,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     _state = PENDING
     _result: Any = None
     _exception: BaseException | None = None
-    _cond: threading.Condition | None = None  # made by the first waiter
+    _cond: threading.Condition | None = None  # on _lock, made by the first thread to wait
     _waiter_list: list[Any] | None = None  # concurrent.futures.wait() waiters
     _callback_list: list[Callable[[Future[Any]], Any]] | None = None
 
@@ -97,32 +110,22 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     _timed_out = False  # the running version passed its timeout
     _run_no = 0  # counts the runs of a series, so a stale timeout entry is recognised
     _in_run = False  # a series: a run is claimed or running (fn must stay in place)
-    _special = False  # a series or a timeout: claims and finishes take the longer path
 
-    def __init__(self, owner: ThreadPoolScheduler, fn: Callable[..., Any]) -> None:
+    def __init__(self, owner: FutureOwner, fn: Callable[..., Any]) -> None:
         # Future.__init__ is not called: see the module docstring.
-        self._lock = _RLock()
+        self._lock = self._condition = _RLock()  # type: ignore[assignment]
         self._owner = owner
         self._fn: Callable[..., Any] | None = fn
 
     # -- Future's fields, made on first use ----------------------------------------
 
     @property
-    def _condition(self) -> threading.Condition:  # type: ignore[override]
-        cond = self._cond
-        if cond is None:
-            with self._lock:
-                cond = self._cond
-                if cond is None:
-                    cond = self._cond = threading.Condition(self._lock)
-        return cond
-
-    @property
     def _waiters(self) -> list[Any]:  # type: ignore[override]
-        with self._lock:  # reentrant: callers may hold it already
-            if self._waiter_list is None:
-                self._waiter_list = []
-            return self._waiter_list
+        # Every reader (Future's methods, wait(), as_completed()) holds the lock already.
+        waiters = self._waiter_list
+        if waiters is None:
+            waiters = self._waiter_list = []
+        return waiters
 
     @property
     def _done_callbacks(self) -> list[Callable[[Future[Any]], Any]]:
@@ -149,33 +152,55 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         """As ``Future.result``; a finished Future answers without taking a lock."""
         if self._state == FINISHED and self._exception is None:
             return self._result  # set before _state, under the lock
-        return super().result(timeout)
+        try:
+            with self._lock:
+                self._wait_done(timeout)
+                if self._exception is not None:
+                    raise self._exception
+                return self._result
+        finally:
+            self = None  # type: ignore[assignment]  # no cycle through a raised traceback
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """As ``Future.exception``; a finished Future answers without taking a lock."""
         if self._state == FINISHED:
             return self._exception
-        return super().exception(timeout)
+        with self._lock:
+            self._wait_done(timeout)
+            return self._exception
+
+    def _wait_done(self, timeout: float | None) -> None:
+        """Under ``_lock``: wait (once, as Future does) until done; raise unless finished."""
+        if self._state not in _DONE:
+            cond = self._cond
+            if cond is None:
+                cond = self._cond = threading.Condition(self._lock)
+            cond.wait(timeout)
+        if self._state in _CANCELLED:
+            raise CancelledError()
+        if self._state != FINISHED:
+            raise TimeoutError()
+
+    def set_result(self, result: Any) -> None:
+        """As ``Future.set_result``: for Futures made by hand (the pool resolves its own)."""
+        if not self._set_outcome(result, None):
+            raise InvalidStateError(f"{self._state}: {self!r}")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        """As ``Future.set_exception``: for Futures made by hand."""
+        if not self._set_outcome(None, exception):
+            raise InvalidStateError(f"{self._state}: {self!r}")
 
     # -- transitions the scheduler makes ---------------------------------------------
 
-    def _try_start(self) -> bool:
-        """``set_running_or_notify_cancel()``: False if it was cancelled meanwhile."""
-        with self._lock:
-            if self._state == PENDING:
-                self._state = RUNNING
-                return True
-            if self._state == CANCELLED:  # by Future.cancel(): tell wait() and as_completed()
-                self._state = CANCELLED_AND_NOTIFIED
-                for waiter in self._waiter_list or ():
-                    waiter.add_cancelled(self)
-            return False
+    def _set_outcome(self, result: Any, exception: BaseException | None) -> bool:
+        """``set_result()``/``set_exception()`` from RUNNING (or PENDING for a series).
 
-    def _set_outcome(self, result: Any, exception: BaseException | None) -> None:
-        """``set_result()``/``set_exception()`` from RUNNING (or PENDING for a series)."""
+        False if it was done already (someone called ``Future.cancel(f)`` itself).
+        """
         with self._lock:
-            if self._state in _DONE:  # only if someone called Future.cancel(f) itself
-                return
+            if self._state in _DONE:
+                return False
             self._result = result
             self._exception = exception
             self._state = FINISHED
@@ -188,6 +213,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
                 self._cond.notify_all()
         if self._callback_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
+        return True
 
     def _cancel_unrun(self) -> None:
         """``cancel()`` plus ``set_running_or_notify_cancel()`` for a version that never ran."""
@@ -215,7 +241,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
 
     @property
     def cancel_reason(self) -> str | None:
-        """Why it was cancelled: "cancelled", "replaced", "evicted" or "closed"; else None."""
+        """Why it was cancelled: "cancelled", "replaced", "evicted", "closed"; else None."""
         return self._cancel_reason
 
     def cancel(self) -> bool:
@@ -225,7 +251,24 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         version claimed by a worker but not started yet is cancelled too: the
         worker sees it and does not run it. O(1).
         """
-        return self._owner._cancel_future(self)
+        return self._owner.cancel_future(self)
+
+    def _cancel_unowned(self) -> bool:
+        """Future.cancel() itself, for a Future its pool no longer holds."""
+        with self._lock:
+            if self._state == RUNNING or self._state == FINISHED:
+                return False
+            if self._state in _CANCELLED:
+                return True
+            self._state = CANCELLED
+            if self._cond is not None:
+                self._cond.notify_all()
+        if self._callback_list:
+            self._invoke_callbacks()  # type: ignore[attr-defined]
+        return True
+
+    def _current_token(self) -> CancelToken:
+        return self._owner.token_for(self)
 
     def _release_call(self) -> None:
         """Drop fn and its arguments once the version can no longer run."""

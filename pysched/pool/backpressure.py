@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ._validate import check_capacity
+from .._validate import check_capacity
 
 REJECT = "reject"
 EVICT_LOWEST = "evict_lowest"

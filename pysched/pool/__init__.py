@@ -1,0 +1,17 @@
+"""The thread pool scheduler, one module per job.
+
+- ``scheduler``: ThreadPoolScheduler, the public class (arguments, Futures);
+- ``book``: versions, their Futures, the state and counters, without threads;
+- ``threads``: the lock, the workers and the dispatcher (lock order, who runs what);
+- ``future``: TaskFuture; ``token``: CancelToken and current_token();
+- ``recurring``, ``aging``, ``backpressure``, ``deadlines``, ``stats``,
+  ``clocks``: one policy or structure each.
+"""
+
+from .backpressure import SchedulerFull
+from .future import TaskFuture
+from .scheduler import ThreadPoolScheduler
+from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
+
+__all__ = ["CancelToken", "SchedulerFull", "TaskCancelled", "TaskFuture", "TaskTimeout",
+           "ThreadPoolScheduler", "current_token"]

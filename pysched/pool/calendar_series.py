@@ -1,0 +1,188 @@
+"""Calendar series in the pool: a ``pysched.calendar.Series`` driven by the pool's own heap.
+
+Each pending version of a calendar series is a wake-up: the core holds it at
+the series' next wake time on the pool's clock, and when a worker runs it,
+``CalendarRecurrence.run`` reads both clocks, lets the series decide, and
+calls the user's function only for a fire time the series starts (never
+before its wall-clock instant). Then the book asks ``next_run`` for the next
+wake-up, as it does for ``schedule_every``'s fixed-rate series; nothing else
+in the pool changes.
+
+Lock order: the pool's lock, then the calendar lock (``next_run`` is called
+under the pool's lock); the calendar lock is never held while taking the
+pool's. Events are delivered outside both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import Future
+from datetime import datetime
+from typing import Any
+
+from .._validate import check_capacity
+from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
+from ..calendar.current import CURRENT_FIRE
+from ..calendar.handle import fire_datetimes
+from .book import REPLACED
+from .future import TaskFuture
+from .recurring import CONTINUE, FIXED_DELAY, SKIP, STOP, Recurrence
+from .token import CANCELLED, CLOSED
+
+__all__ = ["CalendarRecurrence", "PoolCalendar", "RecurringHandle"]
+
+# How often a paused series looks whether it was resumed (seconds of the pool's clock).
+PAUSED_POLL = 1.0
+
+
+class PoolCalendar:
+    """The pool's share of the calendar: both clocks, one watch, one hub, one lock."""
+
+    __slots__ = ("wall_clock", "clock", "hub", "lock", "_watch")
+
+    def __init__(self, wall_clock: Callable[[], float], clock: Callable[[], float]) -> None:
+        self.wall_clock = wall_clock
+        self.clock = clock
+        self.hub = EventHub()
+        self.lock = threading.Lock()
+        self._watch = ClockWatch(self.read())
+
+    def read(self) -> Reading:
+        return Reading(self.wall_clock(), self.clock())
+
+    def observe(self, now: Reading, events: list[Event]) -> Any:
+        """The jump since the last look, if any (its event added to ``events``); under lock."""
+        jump = self._watch.observe(now)
+        if jump is not None:
+            events.append(clock_jump_event(jump))
+        return jump
+
+
+class CalendarRecurrence(Recurrence):
+    """The pool's series record for a calendar ``Series``: each run is a wake-up."""
+
+    __slots__ = ("series", "calendar", "fn", "args", "kwargs")
+
+    def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
+                 fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: Mapping[str, Any]) -> None:
+        on_error = CONTINUE if series.on_error == "continue" else STOP
+        super().__init__(1.0, FIXED_DELAY, SKIP, on_error, priority, 0.0)
+        self.series = series
+        self.calendar = calendar
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+
+    def ended(self, fut: Future[Any]) -> None:
+        """The series' Future is done: the series ends (its event says why)."""
+        reason = fut._cancel_reason if isinstance(fut, TaskFuture) else None
+        calendar = self.calendar
+        with calendar.lock:
+            events = self.series.cancel(reason if reason in (REPLACED, CLOSED) else CANCELLED)
+        calendar.hub.emit(events)
+
+    def first_wake(self) -> float:
+        """The pool-clock time of the first wake-up."""
+        calendar = self.calendar
+        with calendar.lock:
+            return self._wake(calendar.read())
+
+    def next_run(self, end: float) -> tuple[float, int, int]:
+        """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
+        calendar = self.calendar
+        with calendar.lock:
+            return self._wake(Reading(calendar.wall_clock(), end)), 0, 0
+
+    def _wake(self, now: Reading) -> float:
+        wake = self.series.next_wake(now)
+        if wake is None:
+            # paused: look again soon; ended (no fire time left): the book ends the series
+            return now.mono + PAUSED_POLL if self.series.paused else float("inf")
+        return wake
+
+    def run(self) -> None:
+        """A wake-up, on a worker: run the user's function if a fire time starts now."""
+        calendar = self.calendar
+        series = self.series
+        events: list[Event] = []
+        with calendar.lock:
+            now = calendar.read()
+            jump = calendar.observe(now, events)
+            decision = series.poll(now, jump)
+            events += decision.events
+            start = False
+            if decision.start is not None:
+                start, begun = series.begin(now)
+                events += begun
+        calendar.hub.emit(events)
+        if not start:
+            return
+        failed = True
+        context = CURRENT_FIRE.set(decision.start)
+        try:
+            self.fn(*self.args, **self.kwargs)
+            failed = False
+        finally:
+            CURRENT_FIRE.reset(context)
+            with calendar.lock:
+                ended = series.finished(calendar.read(), failed)
+            calendar.hub.emit(ended)
+
+
+class RecurringHandle:
+    """What ``ThreadPoolScheduler.schedule_recurring`` returns.
+
+    ``next_fire_times(n)``, ``pause()``, ``resume()``, ``cancel()``; ``future``
+    is the series' Future (cancelled when the series is cancelled or replaced,
+    failed by a run that stops it under ``on_error="stop"``).
+    """
+
+    __slots__ = ("task_id", "future", "_record")
+
+    def __init__(self, task_id: Hashable, future: TaskFuture,
+                 record: CalendarRecurrence) -> None:
+        self.task_id = task_id
+        self.future = future
+        self._record = record
+
+    def __repr__(self) -> str:
+        state = "cancelled" if self.cancelled else "paused" if self.paused else "active"
+        return f"<RecurringHandle {self.task_id!r} {state}>"
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the series ended: cancelled, replaced, closed or stopped by an error."""
+        return self.future.done()
+
+    @property
+    def paused(self) -> bool:
+        return self._record.series.paused
+
+    def next_fire_times(self, n: int) -> list[datetime]:
+        """The next ``n`` fire times not yet handled, as aware datetimes (see SeriesHandle)."""
+        n = check_capacity(n, "n")
+        if self.cancelled:
+            return []
+        record = self._record
+        with record.calendar.lock:
+            fires = record.series.next_fire_times(n)
+            now = record.calendar.read()
+        return fire_datetimes(record.series, fires, now)
+
+    def pause(self) -> None:
+        """Start no more runs until ``resume``; a run in progress goes on."""
+        with self._record.calendar.lock:
+            self._record.series.pause()
+
+    def resume(self) -> None:
+        """Resume (within a second of the pool's clock); fire times meanwhile are skipped."""
+        calendar = self._record.calendar
+        with calendar.lock:
+            events = self._record.series.resume(calendar.read())
+        calendar.hub.emit(events)
+
+    def cancel(self) -> bool:
+        """End the series; False if it had already ended (or been replaced)."""
+        return not self.future.done() and self.future.cancel()

@@ -1,0 +1,374 @@
+"""ThreadPoolScheduler: a fixed pool of worker threads running the core Scheduler's tasks.
+
+The public class only checks arguments and builds Futures; it is joined to
+its parts by composition: a ``PoolBook`` (``pysched.pool.book``: versions,
+Futures, state, counters) driven by a ``PoolThreads`` (``pysched.pool.threads``:
+the lock, the workers, the dispatcher, and the lock order and which thread
+runs which user code). The Futures are ``pysched.pool.future``'s, the tokens
+``pysched.pool.token``'s. The pool holds the scheduler only weakly, so a
+scheduler nobody references drains and its threads exit.
+
+Close states and their transitions are listed in ``pysched._close_state``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from concurrent.futures import Executor
+from typing import Any
+
+from .. import _impl
+from .._validate import (
+    check_callable,
+    check_capacity,
+    check_choice,
+    check_hashable,
+    check_priority,
+    check_time,
+)
+from ..calendar import Cron, Event, Every, Series
+from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
+from .book import PoolBook
+from .calendar_series import CalendarRecurrence, PoolCalendar, RecurringHandle
+from .clocks import checked_clock, waiter_for
+from .future import _NO_KWARGS, TaskFuture
+from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence
+from .threads import PoolThreads
+from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
+
+__all__ = ["CancelToken", "SchedulerFull", "TaskCancelled", "TaskFuture", "TaskTimeout",
+           "ThreadPoolScheduler", "current_token"]
+
+
+class ThreadPoolScheduler(Executor):
+    """Run scheduled tasks on a fixed pool of threads, by time, priority and task id.
+
+    ``schedule(task_id, run_at, priority, fn)`` keeps the core's contract:
+    earliest ``run_at`` first, then higher priority, then first come; one
+    pending version per task id (scheduling an id again replaces it, and its
+    Future is cancelled); a newer version waits for a running one. Each call
+    returns the ``concurrent.futures.Future`` of its version. At most
+    ``max_workers`` tasks run at once. It is a ``concurrent.futures.Executor``
+    (``submit``, ``map``, ``shutdown``) and a context manager, which on exit
+    waits for the work already submitted, as ThreadPoolExecutor does.
+
+    All times are seconds on ``clock`` (monotonic, ``time.monotonic`` by
+    default; see ``pysched.pool.clocks`` for the waiting hook that lets
+    ``pysched.testing.FakeClock`` drive the scheduler). A running task reaches
+    its cancel token with ``pysched.current_token()``.
+
+    Options: ``max_pending`` and ``overflow`` ("reject" or "evict_lowest")
+    bound pending versions (``pysched.pool.backpressure``); ``aging`` (seconds of
+    waiting worth one priority level) turns on aging (``pysched.pool.aging``);
+    ``lateness_samples`` sizes the lateness reservoir of ``stats()``;
+    ``wall_clock`` (POSIX seconds, ``time.time``) is the clock calendar series
+    of ``schedule_recurring`` fire on.
+    ``_core_factory`` picks the core class (tests run both implementations).
+
+    >>> with ThreadPoolScheduler(2) as pool:
+    ...     pool.schedule_in("greet", 0.0, 0, str.upper, ("hi",)).result()
+    'HI'
+    """
+
+    def __init__(self, max_workers: int | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time,
+                 thread_name_prefix: str = "pysched",
+                 max_pending: int | None = None, overflow: str = "reject",
+                 aging: float | None = None, lateness_samples: int = 4096,
+                 _core_factory: Callable[..., Any] | None = None,
+                 _queue_factory: Callable[[int], Any] | None = None) -> None:
+        if max_workers is None:  # ThreadPoolExecutor's default
+            max_workers = min(32, (_cpu_count() or 1) + 4)
+        if isinstance(max_workers, int) and max_workers < 1:  # ThreadPoolExecutor's words
+            raise ValueError(f"max_workers must be greater than 0, got {max_workers}")
+        max_workers = check_capacity(max_workers, "max_workers")
+        if not isinstance(thread_name_prefix, str):
+            raise TypeError("thread_name_prefix must be a str,"
+                            f" not {type(thread_name_prefix).__name__}")
+        check_choice(overflow, "overflow", OVERFLOWS)
+        if aging is not None:
+            aging = check_time(aging, "aging")
+            if aging <= 0:
+                raise ValueError(f"aging must be > 0 seconds per priority level, got {aging!r}")
+        lateness_samples = check_capacity(lateness_samples, "lateness_samples")
+        if lateness_samples < 1:
+            raise ValueError(f"lateness_samples must be >= 1, got {lateness_samples}")
+        if overflow == EVICT_LOWEST and _queue_factory is None:
+            _queue_factory = getattr(_impl, "StableBoundedPriorityQueue", None)
+        bound = None if max_pending is None else PendingBound(max_pending, overflow,
+                                                              _queue_factory)
+        clock = checked_clock(clock)
+        epoch = check_time(clock(), "clock()")
+        check_callable(wall_clock, "wall_clock")
+        check_time(wall_clock(), "wall_clock()")
+        core = (_core_factory or _impl.Scheduler)(clock=clock)
+        self._max_workers = max_workers
+        self._clock = clock
+        self._core = core
+        self._calendar = PoolCalendar(wall_clock, clock)
+
+        def book(wakeups: PoolThreads) -> PoolBook:
+            return PoolBook(core, max_workers, epoch, bound, aging, lateness_samples, wakeups)
+
+        self._pool = pool = PoolThreads(book, clock, waiter_for(clock), thread_name_prefix)
+        self._book = pool.book
+        self._lock = pool.lock
+        self._threads = pool.threads
+        pool.watch_owner(self)
+
+    # -- public API -----------------------------------------------------------
+
+    @property
+    def max_workers(self) -> int:
+        """The number of worker threads: the most tasks that run at once."""
+        return self._max_workers
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock all times are read on."""
+        return self._clock
+
+    @property
+    def state(self) -> str:
+        """The life-cycle state: open, draining, closing or closed (``pysched._close_state``)."""
+        return self._book.state
+
+    def schedule(self, task_id: Hashable, run_at: float, priority: int, fn: Callable[..., Any],
+                 args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
+                 timeout: float | None = None) -> TaskFuture:
+        """Run ``fn(*args, **kwargs)`` at ``run_at`` as the newest version of ``task_id``.
+
+        Returns that version's Future. A pending older version is replaced
+        (its Future cancelled, ``cancel_reason == "replaced"``); a running one
+        runs on and this one waits for it. With ``timeout``, the version's
+        token is set once it has run that long, and its Future fails with
+        TaskTimeout. Raises SchedulerClosed unless open, SchedulerFull under
+        backpressure, TypeError/ValueError/OverflowError naming a bad
+        argument; a refused call changes nothing. O(log n).
+        """
+        # task_id, run_at, priority and fn are checked by the core, before any change
+        fut = self._new_future(task_id, fn, args, kwargs, timeout)
+        self._pool.add(task_id, run_at, priority, fut, self._clock())
+        return fut
+
+    def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
+                    args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
+                    timeout: float | None = None) -> TaskFuture:
+        """``schedule()`` at ``delay`` (>= 0) seconds from now on the clock."""
+        check_hashable(task_id, "task_id")
+        delay = _check_seconds(delay, "delay", allow_zero=True)
+        fut = self._new_future(task_id, fn, args, kwargs, timeout)
+        now = self._clock()
+        self._pool.add(task_id, now + delay, priority, fut, now)
+        return fut
+
+    def schedule_every(self, task_id: Hashable, interval: float, priority: int,
+                       fn: Callable[..., Any], args: Iterable[Any] = (),
+                       kwargs: Mapping[str, Any] | None = None, *,
+                       start_at: float | None = None, mode: str = FIXED_RATE,
+                       overlap: str = SKIP, on_error: str = STOP,
+                       timeout: float | None = None) -> TaskFuture:
+        """Run ``fn`` every ``interval`` seconds as a recurring series of ``task_id``.
+
+        The first run is due at ``start_at`` (default: one interval from now).
+        ``mode`` is "fixed_rate" (run k due at start_at + k * interval) or
+        "fixed_delay" (due interval after the previous run returned).
+        ``overlap`` ("skip", "coalesce" or "queue") says what becomes of runs
+        that come due while one is still running; runs never overlap (see
+        ``pysched.pool.recurring``). ``on_error``: "stop" (the default, as Java's
+        executors do) ends the series when a run raises or times out, and its
+        Future fails with that exception; "continue" counts the failure and
+        goes on. Each run is a new version of ``task_id``; ``cancel(task_id)``
+        or cancelling the returned Future stops the series. That Future never
+        gets a result: it is cancelled or fails.
+        """
+        check_hashable(task_id, "task_id")
+        interval = _check_seconds(interval, "interval", allow_zero=False)
+        priority = check_priority(priority, "priority")
+        check_choice(mode, "mode", MODES)
+        check_choice(overlap, "overlap", OVERLAPS)
+        check_choice(on_error, "on_error", ON_ERRORS)
+        if start_at is not None:
+            start_at = check_time(start_at, "start_at")
+        fut = self._new_future(task_id, fn, args, kwargs, timeout)
+        now = self._clock()
+        first = now + interval if start_at is None else start_at
+        fut._series = Recurrence(interval, mode, overlap, on_error, priority, first)
+        self._pool.add(task_id, first, priority, fut, now)
+        return fut
+
+    def schedule_recurring(self, task_id: Hashable, trigger: Cron | Every, priority: int,
+                           fn: Callable[..., Any], args: Iterable[Any] = (),
+                           kwargs: Mapping[str, Any] | None = None, *,
+                           misfire_grace: float | None = 1.0, catch_up: str = "latest",
+                           overlap: str = "skip", on_error: str = "continue",
+                           max_catch_up: int = 100,
+                           timeout: float | None = None) -> RecurringHandle:
+        """Run ``fn`` at each fire time of ``trigger`` (a ``Cron`` or an ``Every``).
+
+        A calendar trigger fires on the wall clock (``wall_clock``), never
+        before its instant; an interval on the pool's clock. ``misfire_grace``,
+        ``catch_up`` ("none", "latest", "all", at most ``max_catch_up``),
+        ``overlap`` ("skip", "coalesce", "queue") and ``on_error`` ("continue",
+        "stop") are ``pysched.calendar.Series``'s; every skipped, coalesced or
+        late fire time is an event for ``add_listener`` and counted in
+        ``stats()["series_events"]``. The same ``task_id`` again replaces the
+        whole series. Returns a handle with ``next_fire_times(n)``, ``pause()``,
+        ``resume()``, ``cancel()`` and the series' ``future``.
+        """
+        check_hashable(task_id, "task_id")
+        priority = check_priority(priority, "priority")
+        if not isinstance(trigger, (Cron, Every)):
+            raise TypeError(f"trigger must be a Cron or an Every, not {type(trigger).__name__}")
+        check_callable(fn, "fn")
+        calendar = self._calendar
+        series = Series(task_id, trigger, calendar.read(), misfire_grace=misfire_grace,
+                        catch_up=catch_up, max_catch_up=max_catch_up, overlap=overlap,
+                        on_error=on_error)
+        fut = self._new_future(task_id, fn, args, kwargs, timeout)
+        record = CalendarRecurrence(series, priority, calendar, fn, fut._args, fut._kwargs)
+        fut._fn = record.run
+        fut._args = ()
+        fut._kwargs = _NO_KWARGS
+        fut._series = record
+        self._pool.add(task_id, record.first_wake(), priority, fut, self._clock())
+        fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
+        return RecurringHandle(task_id, fut, record)
+
+    def add_listener(self, fn: Callable[[Event], object]) -> None:
+        """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
+        self._calendar.hub.add_listener(fn)
+
+    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        """Stop calling ``fn``; KeyError if it was not added."""
+        self._calendar.hub.remove_listener(fn)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> TaskFuture:
+        """Run ``fn(*args, **kwargs)`` now, at priority 0; the id is the returned Future.
+
+        The Executor method: SchedulerClosed once the scheduler is not open.
+        O(log n).
+        """
+        pool = self._pool
+        fut = TaskFuture(pool, fn)
+        if args:
+            fut._args = args
+        if kwargs:
+            fut._kwargs = kwargs
+        now = self._clock()
+        with pool.lock:
+            self._book.submit(fut, now)
+        return fut
+
+    def cancel(self, task_id: Hashable) -> bool:
+        """Cancel the pending version of ``task_id`` and set its running version's token.
+
+        The pending version never starts (its Future is cancelled); a running
+        one is only asked to stop, through its token, and is reported done
+        when its function returns. A recurring series stops. Returns False
+        when nothing of ``task_id`` is pending or running. O(1) amortised.
+        """
+        check_hashable(task_id, "task_id")
+        return self._pool.cancel(task_id)
+
+    def close(self, wait: bool = True, timeout: float | None = None,
+              cancel_running: bool = False) -> bool:
+        """Stop the scheduler: open (or draining) -> closing -> closed.
+
+        New schedules raise SchedulerClosed from the first moment; claiming
+        stops; every pending version is cancelled (``cancel_reason ==
+        "closed"``) and every series stopped; running tasks finish, with their
+        tokens set (reason "closed") if ``cancel_running``. With ``wait``,
+        returns once every worker and the dispatcher have exited (so every
+        Future is resolved), or after ``timeout`` seconds of the clock;
+        returns whether that happened. Idempotent. Called from inside a task
+        (or a callback on a pool thread), it waits for everything but the
+        calling thread: the calling task's own Future resolves when it returns.
+        """
+        if timeout is not None:
+            timeout = _check_seconds(timeout, "timeout", allow_zero=True)
+        self._pool.close(cancel_running)
+        if not wait:
+            return self._book.state == "closed"
+        return self._pool.wait_closed(timeout)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """The Executor method: ``close()`` with ``cancel_futures``, else drain first.
+
+        Without ``cancel_futures`` the scheduler drains: it takes no new work
+        and stops recurring series, but runs every version already pending,
+        when due, before it closes (ThreadPoolExecutor's and Java's default).
+        Called from a pool thread (inside a task or a callback) it does not
+        wait, whatever ``wait`` says: the drain may need that very task to
+        return (ThreadPoolExecutor raises RuntimeError there instead).
+        """
+        if cancel_futures:
+            self.close(wait=wait)
+            return
+        self._pool.drain()
+        if wait and not self._pool.is_pool_thread():
+            self._pool.wait_closed(None)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, sizes and start lateness (start minus run_at) percentiles.
+
+        ``running`` counts claimed versions (at most max_workers, which
+        ``peak_running`` shows); the lateness of a run is recorded when it
+        finishes. See ``pysched.pool.stats`` for what each counter means.
+        O(samples log samples) for the percentiles.
+        """
+        book = self._book
+        with self._lock:
+            result: dict[str, Any] = {
+                "state": book.state,
+                "pending": len(book.core),
+                "running": book.claimed,
+                "peak_running": book.peak,
+                "max_workers": self._max_workers,
+            }
+            result.update(book.counts.as_dict())
+            result["lateness"] = book.lateness.summary()
+        result["series_events"] = self._calendar.hub.stats()
+        return result
+
+    def __repr__(self) -> str:
+        return (f"<ThreadPoolScheduler {self._book.state} max_workers={self._max_workers}"
+                f" pending={len(self._core)} running={self._book.claimed}>")
+
+    def _new_future(self, task_id: Hashable, fn: Callable[..., Any], args: Iterable[Any],
+                    kwargs: Mapping[str, Any] | None, timeout: float | None) -> TaskFuture:
+        """Check args, kwargs and timeout and build the version's Future."""
+        fut = TaskFuture(self._pool, fn)
+        fut._task_id = task_id
+        if args.__class__ is tuple and kwargs is None and timeout is None:
+            if args:  # the common call: nothing more to check
+                fut._args = args
+            return fut
+        if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
+            raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")
+        if kwargs is not None and not isinstance(kwargs, Mapping):
+            raise TypeError(f"kwargs must be a mapping, not {type(kwargs).__name__}")
+        if timeout is not None:
+            fut._timeout = _check_seconds(timeout, "timeout", allow_zero=False)
+        args = tuple(args)
+        if args:
+            fut._args = args
+        if kwargs:
+            fut._kwargs = dict(kwargs)
+        return fut
+
+
+def _check_seconds(value: Any, name: str, *, allow_zero: bool) -> float:
+    seconds = check_time(value, name)
+    if seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return seconds
+
+
+def _cpu_count() -> int | None:
+    # 3.13 and later: the CPUs this process may use, as ThreadPoolExecutor counts them
+    process_cpu_count = getattr(os, "process_cpu_count", None)
+    return process_cpu_count() if process_cpu_count is not None else os.cpu_count()

@@ -1,0 +1,501 @@
+"""The threads of a pool: its workers and its dispatcher, around a PoolBook.
+
+``PoolThreads`` owns the lock, the worker and dispatcher threads and what
+they wait on; the book (``pysched.pool.book``) holds the versions, and this
+class is its ``Wakeups``. A worker finishes its task and claims the next due
+one in one critical section, so a busy pool moves from task to task without
+waking anyone. With nothing due it idles on ``work_ready`` until some thread
+hands it a version it claimed for it (``handoff``) or the pool closes. The
+dispatcher only waits for time: the head's run_at while some worker is
+idle, and the deadlines of running versions with a timeout.
+
+Lock order and who runs what: one lock, with three Conditions on it (idle
+workers, the dispatcher, close waiters); cancel tokens wait on it too. Under
+it run only the book, the core, dict, deque and Condition operations, and
+task ids' ``__hash__``/``__eq__`` (which therefore must not call back into
+the pool). A TaskFuture's own lock is taken only without this one, except
+that nothing else is ever locked inside a Future's lock, so the order is
+this lock, then a Future's. User code and where it runs:
+
+- task functions: on the worker that started the version;
+- done callbacks: on the thread that resolves the Future: the worker that ran
+  it, or the thread whose call ended it (cancel, a replacing schedule, close),
+  or the thread that adds a callback to a done Future;
+- cancel-token callbacks: on the thread whose call set the token (cancel,
+  close), and for timeouts on a short-lived thread of their own, never on the
+  dispatcher, so a slow or raising callback delays no due task or timeout;
+- the clock: on any of these threads, always outside the lock (a stale
+  reading only delays a claim: nothing starts early), except a clock's
+  ``wait_until`` hook, which waits on our Condition.
+
+Objects a call drops are held until the lock is released, so their
+finalisers run outside it.
+
+Faults: an exception from a task's function fails its Future. A clock that
+raises or returns a non-number in a pool thread is logged and closes the
+pool. A pool thread that dies of any exception (a done callback raising
+SystemExit, say) is logged and closes the pool, so every Future resolves.
+
+Life: workers hold the book and this object, never the ThreadPoolScheduler,
+which holds them; once the scheduler is no longer referenced the pool drains
+and its threads exit, as ThreadPoolExecutor's do. At interpreter exit every
+pool still open runs what is running and already due, cancels the rest
+(reason "closed"), and its threads are joined before the interpreter goes
+on; after that, schedules raise RuntimeError, as ThreadPoolExecutor's.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from .._close_state import CLOSED as STATE_CLOSED
+from .._close_state import CLOSING
+from .._validate import check_time
+from .book import CANCELLED, CLOSED, TIMEOUT, PoolBook, end_futures
+from .clocks import Waiter
+from .future import TaskFuture
+from .token import CancelToken, _current_run, run_callbacks
+
+LOGGER = logging.getLogger("pysched")
+_INF = math.inf
+
+__all__ = ["PoolThreads"]
+
+# Pools whose threads may still run: joined at interpreter exit.
+_live: weakref.WeakSet[PoolThreads] = weakref.WeakSet()
+_exiting = False
+
+
+def _interpreter_exit() -> None:
+    """threading's exit hook: finish what is due in every pool and join its threads."""
+    global _exiting
+    _exiting = True
+    pools = list(_live)
+    for pool in pools:
+        pool.exit_interpreter()
+    for pool in pools:
+        pool.wait_closed(None)
+
+
+threading._register_atexit(_interpreter_exit)  # type: ignore[attr-defined]
+if hasattr(os, "register_at_fork"):
+    # A forked child has none of its parent's pool threads (and a parent's lock
+    # may be held for good there): its exit must not wait for them.
+    os.register_at_fork(after_in_child=_live.clear)
+
+
+def _exit_refusal(message: str) -> RuntimeError:
+    return RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+
+class PoolThreads:
+    """The lock, the threads and the loops of one pool (see the module docstring)."""
+
+    def __init__(self, book_factory: Callable[[PoolThreads], PoolBook],
+                 clock: Callable[[], float], wait: Waiter, prefix: str) -> None:
+        self.lock = threading.Lock()
+        self.work_ready = threading.Condition(self.lock)  # idle workers wait here
+        self.dispatch_cv = threading.Condition(self.lock)  # the dispatcher waits here
+        self.closed_cv = threading.Condition(self.lock)  # close(wait=True) waits here
+        self.clock = clock
+        self.wait = wait
+        self.prefix = prefix
+        self.book = book = book_factory(self)
+        self.handoff: deque[tuple[Any, TaskFuture]] = deque()  # claimed for idle workers
+        self.idle = 0  # workers waiting on work_ready and not yet notified
+        self.dispatch_at = -_INF  # when the dispatcher wakes (-inf: it is awake)
+        self.inside_closers = 0  # pool threads waiting in close(wait=True)
+        self.threads: list[threading.Thread] = []
+        self.thread_ids: set[int] = set()
+        self.workers_alive = book.max_running
+        self.alive = book.max_running + 1  # workers and the dispatcher
+        self._owner_ref: weakref.ref[Any] | None = None
+        for n in range(book.max_running):
+            self._start(self._work_loop, f"{prefix}-worker-{n}")
+        self._start(self._dispatch_loop, f"{prefix}-dispatcher")
+        _live.add(self)
+        if _exiting:  # made while the interpreter exits: refuse work, as everything else does
+            self.exit_interpreter()
+
+    def _start(self, loop: Callable[[], None], name: str) -> None:
+        # Daemon threads: the exit hook joins them, whatever the interpreter does.
+        thread = threading.Thread(target=self._run_thread, args=(loop,), name=name, daemon=True)
+        self.threads.append(thread)
+        thread.start()
+        self.thread_ids.add(thread.ident)  # type: ignore[arg-type]
+
+    def watch_owner(self, owner: Any) -> None:
+        """Drain and let the threads exit once ``owner`` is no longer referenced."""
+        self._owner_ref = weakref.ref(owner, self._owner_gone)
+
+    def _owner_gone(self, _: Any) -> None:
+        # The collector may run this on a thread that holds our lock: never block on it.
+        if self.lock.acquire(blocking=False):
+            self.lock.release()
+            self.drain()
+        else:
+            threading.Thread(target=self.drain, name=f"{self.prefix}-drain", daemon=True).start()
+
+    # -- the book's Wakeups (called under the lock) -------------------------------------
+
+    def pending_added(self, run_at: float, now: float) -> None:
+        if self.idle:
+            if run_at <= now:
+                self.fill_handoff(now)
+            elif run_at < self.dispatch_at:
+                self.dispatch_at = -_INF
+                self.dispatch_cv.notify()
+
+    def pending_removed(self, run_at: float) -> None:
+        if run_at <= self.dispatch_at < _INF:  # it may be the head the dispatcher waits for
+            self.dispatch_at = -_INF
+            self.dispatch_cv.notify()
+
+    def deadline_added(self, deadline: float) -> None:
+        if deadline < self.dispatch_at:
+            self.dispatch_at = -_INF
+            self.dispatch_cv.notify()
+
+    def state_changed(self, state: str) -> None:
+        if state is CLOSING:  # wake every thread: workers exit, the dispatcher re-checks
+            self.idle = 0
+            self.work_ready.notify_all()
+            self.dispatch_at = -_INF
+            self.dispatch_cv.notify()
+        self.closed_cv.notify_all()
+
+    # -- calls from the scheduler and its Futures ------------------------------------------
+
+    def add(self, task_id: Any, run_at: float, priority: int, fut: TaskFuture,
+            now: float) -> None:
+        ended: list[TaskFuture] = []
+        with self.lock:
+            self.book.add(task_id, run_at, priority, fut, now, ended)
+        if ended:
+            end_futures(ended)
+
+    def cancel(self, task_id: Any) -> bool:
+        ended: list[TaskFuture] = []
+        callbacks = None
+        with self.lock:
+            found, started = self.book.cancel(task_id, CANCELLED, ended)
+            if started is not None:
+                callbacks = self.request_stop(started, CANCELLED)
+        end_futures(ended)
+        if callbacks:
+            run_callbacks(callbacks)
+        return found
+
+    def cancel_future(self, fut: TaskFuture) -> bool:
+        """FutureOwner: Future.cancel() of one of this pool's Futures."""
+        ended: list[TaskFuture] = []
+        with self.lock:
+            done = self.book.cancel_future(fut, ended)
+        end_futures(ended)
+        if done is None:  # no longer ours: ended by someone else, or never added
+            return fut._cancel_reason is not None or fut._cancel_unowned()
+        return done
+
+    def token_for(self, fut: TaskFuture) -> CancelToken:
+        """FutureOwner: the token of ``fut``'s current run, made on first use."""
+        with self.lock:
+            token = fut._token
+            if token is None:
+                token = fut._token = CancelToken._for_scheduler(
+                    self.lock, self.clock, self.wait, fut._stop_reason)
+            return token
+
+    def request_stop(self, run: TaskFuture, reason: str) -> list[Callable[[], Any]] | None:
+        """Set a started version's token (made later, if not yet); under the lock."""
+        if run._stop_reason is None:
+            run._stop_reason = reason
+        token = run._token
+        return None if token is None else token._set_locked(run._stop_reason)
+
+    def close(self, cancel_running: bool) -> None:
+        """open or draining -> closing; with ``cancel_running`` set the running tokens."""
+        ended: list[TaskFuture] = []
+        callbacks: list[Callable[[], Any]] = []
+        with self.lock:
+            self.book.close(ended)
+            if cancel_running:
+                for run in self.book.running.values():
+                    callbacks.extend(self.request_stop(run, CLOSED) or ())
+        end_futures(ended)
+        run_callbacks(callbacks)
+
+    def drain(self, due_by: float | None = None) -> None:
+        """open -> draining (see PoolBook.drain)."""
+        ended: list[TaskFuture] = []
+        with self.lock:
+            self.book.drain(ended, due_by)
+        end_futures(ended)
+
+    def exit_interpreter(self) -> None:
+        now = self.read_clock(self.book.epoch)
+        with self.lock:
+            self.book.refusal = _exit_refusal
+        self.drain(due_by=now)
+
+    def is_pool_thread(self) -> bool:
+        return threading.get_ident() in self.thread_ids
+
+    # -- claiming for idle workers ---------------------------------------------------
+
+    def fill_handoff(self, now: float) -> float | None:
+        """Claim due versions for idle workers; the head's hint if it stopped on one not due."""
+        book = self.book
+        while self.idle:
+            work = book.claim(now)
+            if work is None or work.__class__ is float:
+                return work
+            self.handoff.append(work)  # type: ignore[arg-type]
+            self.idle -= 1
+            self.work_ready.notify()
+        return None
+
+    def _next_work(self, now: float,
+                   ended: list[TaskFuture]) -> tuple[Any, TaskFuture] | float | None:
+        """A started version for this worker, or the core's hint; under the lock.
+
+        A claimed version that was ended before it started is released here.
+        """
+        book = self.book
+        handoff = self.handoff
+        while True:
+            work = handoff.popleft() if handoff else book.claim(now)
+            if work is None or work.__class__ is float:
+                return work
+            task, fut = work  # type: ignore[misc]
+            if book.start(fut):
+                return task, fut
+            book.finish(task, fut, False, now, now, None, ended)
+
+    # -- the worker ----------------------------------------------------------------
+
+    def _work_loop(self) -> None:
+        lock = self.lock
+        read_clock = self.read_clock
+        book = self.book
+        set_current = _current_run.set
+        reset_current = _current_run.reset
+        task: Any = None
+        fut: TaskFuture | None = None
+        work: Any = None  # a started (task, future), or the core's hint: float or None
+        result: Any = None
+        failure: BaseException | None = None
+        owns = False
+        start = now = book.epoch
+        ended: list[TaskFuture] = []
+        try:
+            while True:
+                now = read_clock(start)
+                # Finish the previous version and start the next in one critical section.
+                with lock:
+                    if fut is not None:
+                        failure, owns = book.finish(task, fut, True, start, now, failure, ended)
+                    # Done callbacks are user code that may take long: claim the next
+                    # version only after them, so it does not wait behind them while
+                    # another worker could run it.
+                    if fut is None or not (owns and fut._callback_list):
+                        work = self._next_work(now, ended)
+                if fut is not None:
+                    if owns:
+                        if fut._series is None or failure is not None:
+                            fut._set_outcome(result, failure)
+                        fut._release_call()
+                    task = fut = result = failure = None
+                if ended:
+                    end_futures(ended)
+                    ended.clear()
+                if work is None or work.__class__ is float:
+                    work = self._wait_for_work(now)
+                    if work is None:
+                        return
+                task, fut = work
+                work = None
+                start = read_clock(now)
+                if fut._timeout is not None:
+                    with lock:
+                        book.track_timeout(fut, start)
+                context = set_current(fut)
+                try:
+                    kwargs = fut._kwargs  # ** of an empty mappingproxy still copies it: skip it
+                    result = (fut._fn(*fut._args, **kwargs) if kwargs  # type: ignore[misc]
+                              else fut._fn(*fut._args))  # type: ignore[misc]
+                except BaseException as exc:  # the worker survives whatever fn raises
+                    failure = exc
+                finally:
+                    reset_current(context)
+        except BaseException as exc:
+            # A started version this worker will never run: fail it, not lose it.
+            if work is not None and work.__class__ is tuple:
+                self._abandon(work, exc)
+            raise
+
+    def _abandon(self, work: tuple[Any, TaskFuture], exc: BaseException) -> None:
+        task, fut = work
+        fut._timeout = None  # it never ran: no deadline was tracked
+        died = RuntimeError(f"the worker that started task {task.task_id!r} died")
+        died.__cause__ = exc
+        ended: list[TaskFuture] = []
+        with self.lock:
+            failure, owns = self.book.finish(task, fut, True, -_INF, -_INF, died, ended)
+        if owns:
+            fut._set_outcome(None, failure)
+            fut._release_call()
+        end_futures(ended)
+
+    def _wait_for_work(self, now: float) -> tuple[Any, TaskFuture] | None:
+        """Idle until there is work for this worker; None when it must exit."""
+        lock = self.lock
+        ended: list[TaskFuture] = []
+        try:
+            while True:
+                with lock:
+                    work = self._next_work(now, ended)
+                    if work is not None and work.__class__ is not float:
+                        return work  # type: ignore[return-value]
+                    state = self.book.state
+                    if state is CLOSING or state is STATE_CLOSED:
+                        return None
+                    self.idle += 1
+                    if work is not None and now + work < self.dispatch_at:
+                        self.dispatch_at = -_INF  # it must wake when the head comes due
+                        self.dispatch_cv.notify()
+                    self.work_ready.wait()
+                    if self.handoff:  # the notifier claimed it for us (or for any free worker)
+                        work = self._next_work(now, ended)
+                        if work is not None and work.__class__ is not float:
+                            return work  # type: ignore[return-value]
+                if ended:
+                    end_futures(ended)
+                    ended.clear()
+                now = self.read_clock(now)  # notified without a task: look at the core again
+        finally:
+            if ended:
+                end_futures(ended)
+
+    # -- the dispatcher ----------------------------------------------------------
+
+    def _dispatch_loop(self) -> None:
+        now = self.book.epoch
+        while True:
+            now = self.read_clock(now)
+            fired: list[Callable[[], Any]] = []
+            with self.lock:
+                book = self.book
+                if book.state is CLOSING and not self.workers_alive:
+                    return
+                if book.deadlines:
+                    for run in book.expired(now):
+                        fired.extend(self.request_stop(run, TIMEOUT) or ())
+                hint = self.fill_handoff(now) if self.idle else None
+                if not fired:
+                    deadline = _INF if hint is None else now + hint
+                    first = book.deadlines.first()
+                    if first is not None and first < deadline:
+                        deadline = first
+                    self.dispatch_at = deadline
+                    self.wait(self.dispatch_cv, None if deadline == _INF else deadline, now)
+                    self.dispatch_at = -_INF
+            if fired:  # user code: never on this thread
+                threading.Thread(target=_run_timeout_callbacks, args=(fired,),
+                                 name=f"{self.prefix}-timeout-callbacks", daemon=True).start()
+
+    # -- exits -------------------------------------------------------------------
+
+    def _run_thread(self, loop: Callable[[], None]) -> None:
+        try:
+            loop()
+        except BaseException:
+            LOGGER.exception("pysched: pool thread %s died; closing the scheduler",
+                             threading.current_thread().name)
+            self.close(cancel_running=False)
+        finally:
+            with self.lock:
+                self._thread_exit(worker=loop.__name__ == "_work_loop")
+
+    def _thread_exit(self, worker: bool) -> None:
+        if worker:
+            self.workers_alive -= 1
+            if not self.workers_alive:  # the dispatcher exits after the last worker
+                self.dispatch_at = -_INF
+                self.dispatch_cv.notify()
+        self.alive -= 1
+        if not self.alive:
+            if self.book.state is not CLOSING:  # a thread died early: still end closed
+                self.book.state = CLOSING
+            self.book.set_state(STATE_CLOSED)
+            _live.discard(self)
+        self.closed_cv.notify_all()
+
+    def wait_closed(self, timeout: float | None) -> bool:
+        """Wait until every pool thread but the caller's has exited, or ``timeout`` passes.
+
+        A pool thread (a task or a done callback calling close) waits only for
+        the workers not themselves waiting in here, so two closers never wait
+        for each other; the dispatcher outlives the workers, so it is not waited for.
+        """
+        inside = self.is_pool_thread()
+        now = self.read_clock(self.book.epoch)
+        deadline = None if timeout is None else now + timeout
+        with self.lock:
+            self.inside_closers += inside
+        try:
+            while True:
+                with self.lock:
+                    if self.book.state is STATE_CLOSED:
+                        break
+                    if inside and self.workers_alive <= self.inside_closers:
+                        self.closed_cv.notify_all()  # the other closers inside may return too
+                        return True
+                    if deadline is not None and now >= deadline:
+                        return False
+                    self.wait(self.closed_cv, deadline, now)
+                now = self.read_clock(now)
+        finally:
+            with self.lock:
+                self.inside_closers -= inside
+        if not inside:
+            for thread in self.threads:
+                thread.join()
+        return True
+
+    # -- the clock ----------------------------------------------------------------
+
+    def read_clock(self, last: float) -> float:
+        try:
+            now = self.clock()
+            if now.__class__ is float and now - now == 0.0:
+                return now
+        except Exception as exc:
+            return self._bad_reading(exc, last)
+        return self._bad_reading(now, last)
+
+    def _bad_reading(self, reading: Any, last: float) -> float:
+        """A pool thread read garbage or an error from the clock: log it and close."""
+        if not isinstance(reading, BaseException):
+            try:
+                return check_time(reading, "clock()")  # an int, say: fine
+            except (TypeError, ValueError, OverflowError) as exc:
+                reading = exc
+        LOGGER.error("pysched: the clock failed in a pool thread; closing the scheduler",
+                     exc_info=reading)
+        self.close(cancel_running=False)  # pool threads read the clock outside the lock
+        return last
+
+
+def _run_timeout_callbacks(callbacks: list[Callable[[], Any]]) -> None:
+    for fn in callbacks:
+        try:
+            fn()
+        except BaseException:  # noqa: BLE001 - a callback must not stop the others
+            LOGGER.exception("pysched: exception in timeout callback %r", fn)

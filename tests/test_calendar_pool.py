@@ -1,0 +1,246 @@
+"""ThreadPoolScheduler.schedule_recurring on a FakeClock and a wall clock moved by hand.
+
+The wall clock reads W0 + the fake clock + ``offset`` (set to jump it). After
+``clock.wait_for_sleeper(t)`` the pool's next wake-up is pending for ``t``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+
+import pytest
+from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
+
+from pysched import Cron, Every, ThreadPoolScheduler
+from pysched.calendar import Event, current_fire
+
+W0 = datetime(2025, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
+MINUTE = 60.0
+
+
+class Wall:
+    def __init__(self, clock):
+        self.clock = clock
+        self.offset = 0.0
+
+    def __call__(self):
+        return W0 + self.clock() + self.offset
+
+
+class Runs:
+    def __init__(self, wall, fail=False):
+        self.wall = wall
+        self.fail = fail
+        self.at: list[float] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, *args):
+        with self.changed:
+            self.at.append(self.wall())
+            self.changed.notify_all()
+        if self.fail:
+            raise RuntimeError("run failed")
+
+    def wait_for(self, count):
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.at) >= count, WAIT)
+
+
+@pytest.fixture
+def setup(make_pool, clock):
+    wall = Wall(clock)
+    pool = make_pool(wall_clock=wall)
+    events: list[Event] = []
+    pool.add_listener(events.append)
+    return pool, wall, events
+
+
+def test_a_cron_series_fires_on_the_wall_clock(setup, clock):
+    pool, wall, events = setup
+    runs = Runs(wall)
+    handle = pool.schedule_recurring("job", Cron("* * * * *"), 0, runs)
+    assert [f.timestamp() for f in handle.next_fire_times(2)] == [W0 + 30, W0 + 90]
+    for k in range(3):
+        clock.wait_for_sleeper(30.0 + MINUTE * k)
+        clock.advance(30.0 if k == 0 else MINUTE)
+        runs.wait_for(k + 1)
+    assert runs.at == [W0 + 30, W0 + 90, W0 + 150]
+    assert events == [] and pool.stats()["series_events"] == {}
+    assert handle.cancel() and handle.cancelled and not handle.cancel()
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "cancelled")]
+    other = pool.schedule_recurring("other", Every(5), 0, runs)
+    pool.close()
+    assert other.cancelled
+    assert [(e.series, e.kind, e.reason) for e in events][-1] == ("other", "stopped", "closed")
+
+
+def test_a_run_knows_its_fire_time(setup, clock):
+    pool, wall, events = setup
+    seen = []
+    pool.schedule_recurring("job", Cron("* * * * *"), 0, lambda: seen.append(current_fire()))
+    clock.wait_for_sleeper(30.0)
+    clock.advance(30.0)
+    clock.wait_for_sleeper(90.0)
+    assert [(f.fire_time, f.lateness, f.count) for f in seen] == [(W0 + 30, 0.0, 1)]
+    assert current_fire() is None
+
+
+def test_wall_clock_set_back_never_fires_a_fire_time_twice(setup, clock):
+    pool, wall, events = setup
+    runs = Runs(wall)
+    pool.schedule_recurring("job", Cron("* * * * *"), 0, runs)
+    clock.wait_for_sleeper(30.0)
+    clock.advance(30.0)
+    runs.wait_for(1)  # 00:01
+    clock.wait_for_sleeper(90.0)
+    wall.offset = -3600.0  # 00:01:00 -> 23:01:00
+    clock.advance(MINUTE)  # the wake-up sees the jump; 00:02 is an hour away again
+    for k in range(60):  # it looks every minute of the pool's clock
+        clock.wait_for_sleeper(150.0 + MINUTE * k)
+        assert len(runs.at) == 1
+        clock.advance(MINUTE)
+    runs.wait_for(2)
+    assert runs.at == [W0 + 30, W0 + 90]  # 00:01, then 00:02 when the wall clock reads it
+    assert [(e.kind, e.reason) for e in events] == [("clock_jump", "set_back")]
+
+
+def test_wall_clock_set_forward_catches_up_with_events(setup, clock):
+    pool, wall, events = setup
+    runs = Runs(wall)
+    pool.schedule_recurring("job", Cron("0 * * * *"), 0, runs, catch_up="latest")
+    clock.wait_for_sleeper(60.0)  # asleep for a minute at most: it rechecks the wall clock
+    wall.offset = 3 * 3600.0  # a suspend: the wall clock is three hours on
+    clock.advance(60.0)
+    runs.wait_for(1)
+    assert runs.at == [W0 + 3 * 3600 + 60]  # at 03:01:30, one run for 01:00, 02:00, 03:00
+    kinds = [(e.kind, e.reason, e.count) for e in events]
+    assert kinds == [("clock_jump", "set_forward", 0), ("coalesced", "clock_jump", 2),
+                     ("late", "clock_jump", 3)]
+    stats = pool.stats()["series_events"]
+    assert stats["late.clock_jump"] == 1 and stats["coalesced_fire_times"] == 2
+
+
+def test_an_interval_series_keeps_to_the_pools_clock(setup, clock):
+    pool, wall, events = setup
+    runs = Runs(clock)
+    handle = pool.schedule_recurring("tick", Every(10), 0, runs)
+    for k in range(3):
+        clock.wait_for_sleeper(10.0 * (k + 1))
+        wall.offset += 5000.0 * (-1) ** k  # the wall clock jumps about: no matter
+        clock.advance(10.0)
+        runs.wait_for(k + 1)
+    assert runs.at == [10.0, 20.0, 30.0]
+    assert [e.kind for e in events] == ["clock_jump"] * len(events)
+    handle.pause()
+    assert handle.paused
+    clock.wait_for_sleeper(40.0)
+    clock.advance(10.0)  # the wake-up at 40 finds it paused: it looks again a second later
+    clock.wait_for_sleeper(41.0)
+    clock.advance(14.0)  # 54: the wake-up at 41 ran late, so the next look is at 55
+    clock.wait_for_sleeper(55.0)
+    handle.resume()  # 40 and 50 came due while paused
+    assert (events[-1].kind, events[-1].reason, events[-1].count) == ("skipped", "paused", 2)
+    clock.advance(1.0)
+    clock.wait_for_sleeper(60.0)
+    clock.advance(5.0)
+    runs.wait_for(4)
+    assert runs.at == [10.0, 20.0, 30.0, 60.0]
+
+
+def test_replacing_by_id_replaces_the_whole_series(setup, clock):
+    pool, wall, events = setup
+    first = pool.schedule_recurring("job", Cron("* * * * *"), 0, Runs(wall))
+    runs = Runs(wall)
+    second = pool.schedule_recurring("job", Every(5), 0, runs, ("arg",))
+    assert first.cancelled and first.future.cancelled() and not second.cancelled
+    assert not first.cancel()
+    assert [(e.series, e.kind, e.reason) for e in events] == [("job", "stopped", "replaced")]
+    clock.wait_for_sleeper(5.0)
+    clock.advance(5.0)
+    runs.wait_for(1)
+    assert second.next_fire_times(1) == [datetime.fromtimestamp(W0 + 10, timezone.utc)]
+
+
+def test_on_error_stop_fails_the_series_future(setup, clock):
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("job", Every(5), 0, Runs(clock, fail=True),
+                                     on_error="stop")
+    clock.wait_for_sleeper(5.0)
+    clock.advance(5.0)
+    with pytest.raises(RuntimeError, match="run failed"):
+        handle.future.result(WAIT)
+    assert handle.cancelled and [(e.kind, e.reason) for e in events] == [
+        ("failed", "error"), ("stopped", "error")]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "name"), [
+    ({"trigger": "* * * * *"}, TypeError, "trigger"),
+    ({"catch_up": "some"}, ValueError, "catch_up"),
+    ({"overlap": "parallel"}, ValueError, "overlap"),
+    ({"misfire_grace": -1}, ValueError, "misfire_grace"),
+    ({"priority": 1.5}, TypeError, "priority"),
+    ({"fn": 3}, TypeError, "fn"),
+    ({"args": 5}, TypeError, "args"),
+])
+def test_bad_arguments_name_the_argument_and_change_nothing(setup, kwargs, error, name):
+    pool, wall, events = setup
+    call = {"task_id": "job", "trigger": Every(5), "priority": 0, "fn": print, **kwargs}
+    with pytest.raises(error, match=name):
+        pool.schedule_recurring(**call)
+    assert pool.stats()["pending"] == 0
+
+
+def test_a_bad_wall_clock_is_refused(make_pool):
+    with pytest.raises(TypeError, match="wall_clock"):
+        make_pool(wall_clock=5)
+    with pytest.raises(ValueError, match="wall_clock"):
+        make_pool(wall_clock=lambda: float("nan"))
+
+
+def test_stress_many_fast_series_on_real_clocks(impl):
+    """Real threads and clocks: 40 series every 2-7 ms for a fraction of a second, four
+    workers. Invariants only: a series never runs twice at once, and its runs plus
+    the fire times its events skipped or coalesced are exactly its fire times so far."""
+    pool = ThreadPoolScheduler(4, _core_factory=impl.Scheduler)
+    events: list[Event] = []
+    lock = threading.Lock()
+    pool.add_listener(events.append)
+    active: dict[int, int] = {}
+    runs: dict[int, int] = {}
+    overlapped: list[int] = []
+
+    def body(i):
+        with lock:
+            active[i] = active.get(i, 0) + 1
+            if active[i] > 1:
+                overlapped.append(i)
+            runs[i] = runs.get(i, 0) + 1
+        time.sleep(0.001 * (i % 3))
+        with lock:
+            active[i] -= 1
+
+    handles = [pool.schedule_recurring(i, Every(0.002 + 0.001 * (i % 6)), 0, body, (i,),
+                                       catch_up=("none", "latest", "all")[i % 3],
+                                       overlap=("skip", "coalesce", "queue")[i % 3],
+                                       misfire_grace=0.003)
+               for i in range(40)]
+    time.sleep(0.4)
+    for handle in handles:
+        handle.pause()  # nothing starts from here on
+    time.sleep(0.05)
+    pool.close(wait=True, timeout=WAIT)
+    assert not overlapped
+    for i, handle in enumerate(handles):
+        series = handle._record.series
+        grid = series._seq
+        fires = []
+        fire = grid.first()
+        while fire is not None and series.last_fire is not None and fire <= series.last_fire:
+            fires.append(fire)
+            fire = grid.next_fire(fire)
+        dropped = sum(e.count for e in events if e.series == i
+                      and e.kind in ("skipped", "coalesced"))
+        assert series.stopped and not series._ready
+        assert runs.get(i, 0) + dropped == len(fires), i
