@@ -11,6 +11,7 @@ its traceback; the worker survives.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
@@ -39,6 +40,14 @@ class Runs:
         """Close the pool if this scheduler made it; its unstarted runs are handed back."""
         if self._owns_pool and self.pool is not None:
             self.pool.close(wait=wait)  # type: ignore[attr-defined]
+
+    def submit(self, job: Callable[[], object]) -> None:
+        """Run ``job`` on the pool (a fire time of a recurring series); logged if it is closed."""
+        assert self.pool is not None, "a producer runs nothing"
+        try:
+            self.pool.submit(job)
+        except Exception:
+            log.warning("durable series: the worker pool is closing; a fire time was not run")
 
     def start(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Hand a claimed version to the pool; one that never starts is handed back."""
