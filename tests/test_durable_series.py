@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import durable_helpers as h
@@ -311,3 +312,44 @@ def test_series_rows_are_data(store: Any) -> None:
     assert isinstance(row, SeriesRow)
     assert '"expr":"*/5 9-17 * * MON-FRI"' in row.spec and '"tz":"America/New_York"' in row.spec
     assert '"ambiguous":"both"' in row.spec and row.last_fire is None
+
+
+def test_a_fire_time_decided_but_not_started_when_its_series_ends_is_an_event(
+        store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"))
+    waiting: list[Any] = []  # every worker busy: the jobs wait here
+    here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
+                        read=clocks.read, lease=30.0, start=waiting.append)
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)
+    put(table, Cron("* * * * * *"))  # replaced elsewhere before a worker took it
+    here.sync()
+    [job] = waiting
+    job()
+    assert RAN == [] and table.fire("s", 1, T0 + 1) is None
+    assert [(e.kind, e.reason, e.fire_time) for e in events] == \
+        [("stopped", "replaced", None), ("skipped", "replaced", T0 + 1)]
+
+
+def test_a_fire_time_whose_job_the_closing_pool_cancels_is_an_event(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"))
+    futures: list[Future[Any]] = []
+
+    def start(job: Any) -> Future[Any]:
+        futures.append(Future())
+        return futures[-1]
+
+    here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
+                        read=clocks.read, lease=30.0, start=start)
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)
+    here.close()
+    futures[0].cancel()
+    assert [(e.kind, e.reason, e.fire_time) for e in events] == \
+        [("stopped", "closed", None), ("skipped", "closed", T0 + 1)]

@@ -54,8 +54,9 @@ def runs_of(out: Path) -> dict[float, list[dict[str, Any]]]:
         if what == "start":
             runs[float(fire)].append({"pid": int(pid), "start": float(t), "end": None})
         else:
-            [run] = [r for r in runs[float(fire)] if r["pid"] == int(pid) and r["end"] is None]
-            run["end"] = float(t)
+            # The earliest open run of that process (one process may run a fire time twice).
+            run = [r for r in runs[float(fire)] if r["pid"] == int(pid) and r["end"] is None]
+            run[0]["end"] = float(t)
     return runs
 
 

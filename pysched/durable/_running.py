@@ -41,13 +41,10 @@ class Runs:
         if self._owns_pool and self.pool is not None:
             self.pool.close(wait=wait)  # type: ignore[attr-defined]
 
-    def submit(self, job: Callable[[], object]) -> None:
-        """Run ``job`` on the pool (a fire time of a recurring series); logged if it is closed."""
+    def submit(self, job: Callable[[], object]) -> Future[Any]:
+        """Run ``job`` on the pool (a fire time of a recurring series); raises once it is closed."""
         assert self.pool is not None, "a producer runs nothing"
-        try:
-            self.pool.submit(job)
-        except Exception:
-            log.warning("durable series: the worker pool is closing; a fire time was not run")
+        return self.pool.submit(job)
 
     def start(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Hand a claimed version to the pool; one that never starts is handed back."""

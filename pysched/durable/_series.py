@@ -23,12 +23,14 @@ from __future__ import annotations
 import threading
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
 from ..calendar import Cron, Event, Reading, Series, SeriesBook
-from ..calendar.events import CLOSED
+from ..calendar.events import CANCELLED as CANCELLED_REASON
+from ..calendar.events import CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import fire_datetimes
 from . import _local
 from ._local import RunningTask
@@ -83,6 +85,7 @@ class SeriesDriver:
         self.entries: dict[str, Entry] = {}
         self.inflight: dict[str, FireClaim] = {}  # lease token -> claim running here
         self.counts = dict.fromkeys(SERIES_COUNTERS, 0)
+        self.closing = False
 
     # -- the store's series, mirrored here ----------------------------------------------------
 
@@ -154,13 +157,36 @@ class SeriesDriver:
             entries = [self.entries[str(series.series_id)] for series, _ in starts]
         self.book.flush()
         for entry, (series, fire) in zip(entries, starts, strict=True):
-            self.start(partial(self._run, entry, series, fire.fire_time))
+            try:
+                handle = self.start(partial(self._run, entry, series, fire.fire_time))
+            except Exception:  # the worker pool is closed: the scheduler is closing
+                self.hub.emit([self._not_started(series, fire.fire_time)])
+                continue
+            if isinstance(handle, Future):  # cancelled unstarted when the pool closes
+                handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time))
+
+    def _if_cancelled(self, series: Series, fire_time: float, done: Future[Any]) -> None:
+        if done.cancelled():
+            self.hub.emit([self._not_started(series, fire_time)])
+
+    def _not_started(self, series: Series, fire_time: float) -> Event:
+        """The event for a fire time decided but not started when its series ended."""
+        now = self.read()
+        with self.lock:
+            current = self.entries.get(str(series.series_id))
+            replaced = current is not None and current.series is not series
+        reason = CLOSED if self.closing else REPLACED if replaced else CANCELLED_REASON
+        return Event(series.series_id, SKIPPED, reason, fire_time, now.wall - fire_time, 1,
+                     fire_time, "wall")
 
     def _run(self, entry: Entry, series: Series, fire_time: float) -> None:
         """Worker: claim one fire time of ``series`` and, if the claim is ours, run it."""
         with self.lock:
-            go = self.book.begin(series, self.read())
+            stopped = series.stopped
+            go = not stopped and self.book.begin(series, self.read())
         self.book.flush()
+        if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
+            self.hub.emit([self._not_started(series, fire_time)])
         if not go:
             return
         claim: FireClaim | None = None
@@ -270,6 +296,7 @@ class SeriesDriver:
         """End every series here (events say "closed"); the store keeps them."""
         events: list[Event] = []
         with self.lock:
+            self.closing = True
             for series_id in list(self.entries):
                 series = self.book.get(series_id)
                 if series is not None:
