@@ -353,3 +353,22 @@ def test_a_fire_time_whose_job_the_closing_pool_cancels_is_an_event(store: Any) 
     futures[0].cancel()
     assert [(e.kind, e.reason, e.fire_time) for e in events] == \
         [("stopped", "closed", None), ("skipped", "closed", T0 + 1)]
+
+
+def test_pruned_claims_are_never_made_again(store: Any) -> None:
+    table = store.series_table()
+    generation = put(table, Cron("* * * * * *"))
+    base = float(int(store.now())) - 100
+    done = [table.claim("s", generation, base + k, "one", 30.0) for k in (1, 2)]
+    for claim in done:
+        assert claim is not None and table.finish(claim, failed=False)
+    running = table.claim("s", generation, base + 3, "one", 30.0)
+    assert running is not None
+    assert table.prune(50.0) == 2
+    assert table.fire("s", generation, base + 1) is None
+    assert table.fire("s", generation, base + 3) is not None  # a running claim stays
+    assert table.claim("s", generation, base + 1, "two", 30.0) is None  # below the floor
+    [row] = table.rows()
+    assert row.last_fire is not None and row.last_fire >= base + 50  # restarts from the floor
+    assert table.claim("s", generation, base + 200, "two", 30.0) is not None
+    assert table.prune(50.0) == 0

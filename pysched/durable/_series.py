@@ -44,7 +44,8 @@ from .store import Claim, decode_args
 __all__ = ["SERIES_COUNTERS", "DurableSeriesHandle", "SeriesDriver"]
 
 SERIES_COUNTERS = ("series_fires", "series_fires_elsewhere", "series_reruns", "series_failed",
-                   "series_not_recorded", "series_refused", "series_store_errors")
+                   "series_not_recorded", "series_refused", "series_store_errors",
+                   "series_pruned")
 
 
 class Entry(NamedTuple):
@@ -69,7 +70,7 @@ class SeriesDriver:
     def __init__(self, table: SeriesTable, *, owner: str, registry: TaskRegistry,
                  served: Callable[[str, str], bool], read: Callable[[], Reading],
                  lease: float, start: Callable[[Callable[[], object]], object],
-                 scheduler: object = None) -> None:
+                 scheduler: object = None, retention: float | None = None) -> None:
         self.table = table
         self.owner = owner
         self.registry = registry
@@ -78,6 +79,7 @@ class SeriesDriver:
         self.lease = lease
         self.start = start
         self.scheduler = scheduler  # what current_task() reports a run belongs to
+        self.retention = retention  # seconds the claims of ended fire times are kept
         self.lock = threading.Lock()
         self.wakeup = threading.Condition(self.lock)
         self.book = SeriesBook(read())
@@ -258,9 +260,9 @@ class SeriesDriver:
         if not self.table.finish(claim, failed):
             self._count("series_not_recorded")  # its lease expired: another process took it
 
-    def _count(self, name: str) -> None:
+    def _count(self, name: str, n: int = 1) -> None:
         with self.lock:
-            self.counts[name] += 1
+            self.counts[name] += n
 
     def _guarded(self, action: Callable[[], object], what: str) -> bool:
         try:
@@ -277,14 +279,25 @@ class SeriesDriver:
         self._guarded(self.rerun_expired, "taking over expired fire times")
         self._guarded(self.heartbeat, "renewing fire-time leases")
 
-    def loop(self, closing: threading.Event, poll: float, clock: Callable[[], float]) -> None:
-        """The series thread: chores every ``poll`` seconds, fire times when due."""
-        next_chores = clock()
+    def prune(self) -> None:
+        """Forget the claims of fire times older than ``retention`` (None: keep them)."""
+        if self.retention is not None:
+            pruned = self.table.prune(self.retention)
+            self._count("series_pruned", pruned)
+
+    def loop(self, closing: threading.Event, poll: float, clock: Callable[[], float],
+             prune_every: float) -> None:
+        """The series thread: chores every ``poll`` seconds, pruning every ``prune_every``,
+        fire times when due."""
+        next_chores = next_prune = clock()
         while not closing.is_set():
             now = clock()
             if now >= next_chores:
                 self.chores()
                 next_chores = clock() + poll
+            if now >= next_prune:
+                self._guarded(self.prune, "pruning old fire times")
+                next_prune = clock() + prune_every
             self.tick()
             with self.lock:
                 wake = self.book.next_wake()

@@ -152,13 +152,14 @@ class DurableScheduler:
             self.store.series_table(), owner=self.owner, registry=registry,
             served=lambda ref, queue: s.served()(ref, queue),
             read=lambda: Reading(wall_clock(), clock()), lease=lease,
-            start=self._runs.submit, scheduler=self)
+            start=self._runs.submit, scheduler=self, retention=retention)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
             jobs += [("claim", Claimer(s, self._mirror, self._runs).run),
                      ("heartbeat", self._heartbeat.run),
-                     ("series", lambda: self._series.loop(s.closing, min(poll, beat), clock))]
+                     ("series", lambda: self._series.loop(s.closing, min(poll, beat), clock,
+                                                          resync_every))]
             if self.store.notifies:
                 jobs.append(("listen", Listener(s, self._mirror).run))
         else:

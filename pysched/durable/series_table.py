@@ -48,6 +48,8 @@ class SeriesRow(NamedTuple):
     priority: int
     queue: str
     created: float
+    # The newest fire time claimed for this generation, or the series' floor (below
+    # which claims were pruned) if that is newer.
     last_fire: float | None
 
 
@@ -97,8 +99,18 @@ class SeriesTable(ABC):
         """Extend the leases of these claims of ``owner``; how many were extended."""
 
     @abstractmethod
+    def prune(self, age: float) -> int:
+        """Forget the ended claims of fire times more than ``age`` seconds old (store clock);
+        how many. Each series' ``floor`` moves up to that instant first, and no fire time at
+        or below a floor is ever claimed, so a forgotten claim is never made again."""
+
+    @abstractmethod
     def fire(self, series_id: str, generation: int, fire_time: float) -> dict[str, Any] | None:
         """Every column of one fire-time claim, for inspection and tests."""
+
+
+def _newest(a: float | None, b: float | None) -> float | None:
+    return a if b is None else b if a is None else max(a, b)
 
 
 def _token(owner: str, series_id: str, generation: int, fire_time: float, attempts: int) -> str:
@@ -122,7 +134,7 @@ class MemorySeriesTable(SeriesTable):
             self._series[series_id] = {
                 "series_id": series_id, "generation": generation, "state": ACTIVE,
                 "spec": spec, "ref": ref, "args": args, "priority": priority, "queue": queue,
-                "created": created}
+                "created": created, "floor": None}
             return generation
 
     def set_state(self, series_id: str, generation: int, state: str) -> bool:
@@ -139,6 +151,10 @@ class MemorySeriesTable(SeriesTable):
             for (series_id, generation, fire_time) in self._fires:
                 key = (series_id, generation)
                 last[key] = max(last.get(key, fire_time), fire_time)
+            for r in self._series.values():
+                key = (r["series_id"], r["generation"])
+                if r["floor"] is not None:
+                    last[key] = max(last.get(key, r["floor"]), r["floor"])
             return [SeriesRow(r["series_id"], r["generation"], r["state"], r["spec"], r["ref"],
                               r["args"], r["priority"], r["queue"], r["created"],
                               last.get((r["series_id"], r["generation"])))
@@ -155,6 +171,9 @@ class MemorySeriesTable(SeriesTable):
             # The unique key: a fire time ever claimed is never claimed again.
             if key in self._fires or not self._live(series_id, generation, (ACTIVE,)):
                 return None
+            floor = self._series[series_id]["floor"]
+            if floor is not None and fire_time <= floor:
+                return None  # its claim may have been pruned
             token = _token(owner, series_id, generation, fire_time, 1)
             self._fires[key] = {"series_id": series_id, "generation": generation,
                                 "fire_time": fire_time, "state": RUNNING, "attempts": 1,
@@ -201,6 +220,21 @@ class MemorySeriesTable(SeriesTable):
                     renewed += 1
             return renewed
 
+    def prune(self, age: float) -> int:
+        with self._lock:
+            before = self._clock() - age
+            floored = set()
+            for row in self._series.values():
+                if row["floor"] is None or row["floor"] < before:
+                    row["floor"] = before
+                floored.add(row["series_id"])
+            old = [key for key, row in self._fires.items()
+                   if row["state"] != RUNNING and row["fire_time"] <= before
+                   and key[0] in floored]
+            for key in old:
+                del self._fires[key]
+            return len(old)
+
     def fire(self, series_id: str, generation: int, fire_time: float) -> dict[str, Any] | None:
         with self._lock:
             row = self._fires.get((series_id, generation, fire_time))
@@ -227,7 +261,8 @@ class SQLSeriesTable(SeriesTable):
         return [f"CREATE TABLE IF NOT EXISTS {s} (series_id text PRIMARY KEY,"
                 " generation bigint NOT NULL, state text NOT NULL, spec text NOT NULL,"
                 " ref text NOT NULL, args text NOT NULL, priority bigint NOT NULL,"
-                " queue text NOT NULL, created double precision NOT NULL)",
+                " queue text NOT NULL, created double precision NOT NULL,"
+                " floor double precision)",
                 f"CREATE TABLE IF NOT EXISTS {f} (series_id text NOT NULL,"
                 " generation bigint NOT NULL, fire_time double precision NOT NULL,"
                 " state text NOT NULL, attempts integer NOT NULL, lease_owner text,"
@@ -250,7 +285,8 @@ class SQLSeriesTable(SeriesTable):
             " :created) ON CONFLICT (series_id) DO UPDATE SET"
             f" generation = {self._s}.generation + 1, state = 'active', spec = excluded.spec,"
             " ref = excluded.ref, args = excluded.args, priority = excluded.priority,"
-            " queue = excluded.queue, created = excluded.created RETURNING generation",
+            " queue = excluded.queue, created = excluded.created, floor = NULL"
+            " RETURNING generation",
             {"id": series_id, "spec": spec, "ref": ref, "args": args, "priority": priority,
              "queue": queue, "created": created})
         return int(generation)
@@ -265,9 +301,10 @@ class SQLSeriesTable(SeriesTable):
         found = self._sql(
             "SELECT s.series_id, s.generation, s.state, s.spec, s.ref, s.args, s.priority,"
             f" s.queue, s.created, (SELECT max(f.fire_time) FROM {self._f} f"
-            "  WHERE f.series_id = s.series_id AND f.generation = s.generation)"
+            "  WHERE f.series_id = s.series_id AND f.generation = s.generation), s.floor"
             f" FROM {self._s} s WHERE s.state <> 'cancelled'", {})
-        return [SeriesRow(*row) for row in found]
+        return [SeriesRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
+                          _newest(r[9], r[10])) for r in found]
 
     def claim(self, series_id: str, generation: int, fire_time: float, owner: str,
               lease: float) -> FireClaim | None:
@@ -279,7 +316,8 @@ class SQLSeriesTable(SeriesTable):
             " lease_owner, lease_token, lease_expires)"
             " SELECT :id, :generation, :fire, 'running', 1, :owner, :token, NOW + :lease"
             f" WHERE EXISTS (SELECT 1 FROM {self._s} WHERE series_id = :id"
-            "  AND generation = :generation AND state = 'active')"
+            "  AND generation = :generation AND state = 'active'"
+            "  AND (floor IS NULL OR floor < :fire))"
             " ON CONFLICT DO NOTHING RETURNING lease_token",
             {"id": series_id, "generation": generation, "fire": fire_time, "owner": owner,
              "token": token, "lease": lease})
@@ -325,6 +363,18 @@ class SQLSeriesTable(SeriesTable):
                 " AND lease_token = :token AND state = 'running' RETURNING attempts",
                 {"owner": owner, "token": token, "lease": lease}))
         return renewed
+
+    def prune(self, age: float) -> int:
+        [(now,)] = self._sql("SELECT NOW", {})
+        before = float(now) - age
+        # The floor first, in its own transaction: from then on no claim can be made
+        # at or below it, so deleting the claims below it cannot let one run again.
+        self._sql(f"UPDATE {self._s} SET floor = :before WHERE floor IS NULL OR floor < :before",
+                  {"before": before})
+        return len(self._sql(
+            f"DELETE FROM {self._f} WHERE state <> 'running' AND fire_time <= :before"
+            f" AND EXISTS (SELECT 1 FROM {self._s} s WHERE s.series_id = {self._f}.series_id"
+            "  AND s.floor >= :before) RETURNING attempts", {"before": before}))
 
     def fire(self, series_id: str, generation: int, fire_time: float) -> dict[str, Any] | None:
         columns = ("series_id", "generation", "fire_time", "state", "attempts", "lease_owner",
