@@ -372,3 +372,19 @@ def test_pruned_claims_are_never_made_again(store: Any) -> None:
     assert row.last_fire is not None and row.last_fire >= base + 50  # restarts from the floor
     assert table.claim("s", generation, base + 200, "two", 30.0) is not None
     assert table.prune(50.0) == 0
+
+
+def test_a_series_whose_task_is_registered_later_runs_from_then_on(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"), ref="series-later")
+    registry = TaskRegistry()
+    here = SeriesDriver(table, owner="here", registry=registry,
+                        served=lambda ref, queue: registry.serves().matcher()(ref, queue),
+                        read=clocks.read, lease=30.0, start=lambda job: job())
+    step([here], clocks)
+    assert RAN == [] and table.fire("s", 1, T0 + 1) is None  # left for a worker that has it
+    registry.register(tick, "series-later")
+    step([here], clocks)  # T0 + 1 is 1 s late: within misfire_grace, it runs
+    step([here], clocks)
+    assert [fire for _, fire, _ in RAN] == [T0 + 1, T0 + 2]

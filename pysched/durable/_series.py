@@ -57,6 +57,7 @@ class Entry(NamedTuple):
     args: list[Any]
     kwargs: dict[str, Any]
     row: SeriesRow
+    refused: bool = False  # a hostile row: logged once, never looked at again
 
 
 class SeriesDriver:
@@ -116,7 +117,10 @@ class SeriesDriver:
     def _adopt(self, row: SeriesRow) -> Entry:
         """Under lock: make the entry for ``row`` current; refusals are logged once."""
         entry = self.entries.get(row.series_id)
-        if entry is None or entry.generation != row.generation:
+        # A series not served here is looked at again: its task may be registered since.
+        if (entry is None or entry.generation != row.generation
+                or entry.series is None and not entry.refused
+                and self.served(row.ref, row.queue)):
             entry = self.entries[row.series_id] = self._entry(row)
             if entry.series is not None:
                 self.book.add(entry.series, self.read())
@@ -147,7 +151,7 @@ class SeriesDriver:
             log.error("durable series %r generation %r refused: %s", row.series_id,
                       row.generation, exc)
             self.counts["series_refused"] += 1
-            return Entry(row.generation, None, None, [], {}, row)
+            return Entry(row.generation, None, None, [], {}, row, refused=True)
         return Entry(row.generation, series, fn, args, kwargs, row)
 
     # -- deciding and running ---------------------------------------------------------------
