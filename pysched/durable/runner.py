@@ -146,13 +146,15 @@ class DurableScheduler:
             max_workers, thread_name_prefix="pysched-durable") if max_workers else None)
         self._runs = Runs(s, pool, owns_pool=executor is None)
         outcomes = Outcomes(s, self._mirror)
-        self._heartbeat = Heartbeat(s)
         self._keeper = Housekeeper(s, self._mirror, outcomes, self._shut_down)
         self._series = SeriesDriver(
             self.store.series_table(), owner=self.owner, registry=registry,
             served=lambda ref, queue: s.served()(ref, queue),
             read=lambda: Reading(wall_clock(), clock()), lease=lease,
             start=self._runs.submit, scheduler=self, retention=retention)
+        # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
+        # of the series never lets a lease lapse.
+        self._heartbeat = Heartbeat(s, also=self._series.heartbeat)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
