@@ -71,7 +71,7 @@ def store(store_spec: dict[str, Any]) -> Iterator[Any]:  # noqa: F811 - the fixt
 
 def driver(table: SeriesTable, clocks: Clocks, owner: str, lease: float = 30.0) -> SeriesDriver:
     return SeriesDriver(table, owner=owner, registry=REGISTRY, served=lambda ref, queue: True,
-                        read=clocks.read, lease=lease, start=lambda job: job())
+                        read=clocks.read, lease=lease, start=lambda job, priority: job())
 
 
 def put(table: SeriesTable, trigger: Any, ref: str = "series-tick", label: str = "a",
@@ -233,16 +233,24 @@ def test_missed_fire_times_follow_catch_up_with_events(store: Any) -> None:
      '"ambiguous":"first","misfire_grace":1,"catch_up":"latest","overlap":"skip",'
      '"on_error":"continue","max_catch_up":100,"fmt":1}', "series-tick", "minute"),
     ('{"kind":"pickle","fmt":1}', "series-tick", "neither"),
+    ('{"kind":"every","seconds":-1,"start":0,"misfire_grace":1,"catch_up":"latest",'
+     '"overlap":"skip","on_error":"continue","max_catch_up":100,"fmt":1}', "series-tick",
+     "seconds"),
+    ('{"kind":"cron","expr":"* * * * *","tz":"Mars/Olympus","nonexistent":"shift",'
+     '"ambiguous":"first","misfire_grace":1,"catch_up":"latest","overlap":"skip",'
+     '"on_error":"continue","max_catch_up":100,"fmt":1}', "series-tick", "Mars/Olympus"),
     (None, "os:system", "unknown task"),
+    ("bad args", "series-tick", "args"),
 ])
 def test_a_hostile_series_row_is_a_logged_refusal(store: Any, spec: str | None, ref: str,
                                                   why: str,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     table = store.series_table()
     clocks = Clocks()
-    text = spec if spec is not None else encode_spec(Cron("* * * * * *"), Policies(
-        1.0, "latest", "skip", "continue", 100), T0)
-    table.put("s", text, ref, '{"args":["x"],"kwargs":{}}', 0, "default", T0)
+    good = encode_spec(Cron("* * * * * *"), Policies(1.0, "latest", "skip", "continue", 100), T0)
+    text = good if spec in (None, "bad args") else spec
+    args = "[1, 2" if spec == "bad args" else '{"args":["x"],"kwargs":{}}'
+    table.put("s", text, ref, args, 0, "default", T0)
     here = driver(table, clocks, "here")
     with caplog.at_level(logging.ERROR, logger="pysched.durable"):
         for _ in range(3):
@@ -321,7 +329,8 @@ def test_a_fire_time_decided_but_not_started_when_its_series_ends_is_an_event(
     put(table, Cron("* * * * * *"))
     waiting: list[Any] = []  # every worker busy: the jobs wait here
     here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
-                        read=clocks.read, lease=30.0, start=waiting.append)
+                        read=clocks.read, lease=30.0,
+                        start=lambda job, priority: waiting.append(job))
     events: list[Any] = []
     here.hub.add_listener(events.append)
     step([here], clocks)
@@ -340,7 +349,7 @@ def test_a_fire_time_whose_job_the_closing_pool_cancels_is_an_event(store: Any) 
     put(table, Cron("* * * * * *"))
     futures: list[Future[Any]] = []
 
-    def start(job: Any) -> Future[Any]:
+    def start(job: Any, priority: int) -> Future[Any]:
         futures.append(Future())
         return futures[-1]
 
@@ -381,10 +390,25 @@ def test_a_series_whose_task_is_registered_later_runs_from_then_on(store: Any) -
     registry = TaskRegistry()
     here = SeriesDriver(table, owner="here", registry=registry,
                         served=lambda ref, queue: registry.serves().matcher()(ref, queue),
-                        read=clocks.read, lease=30.0, start=lambda job: job())
+                        read=clocks.read, lease=30.0, start=lambda job, priority: job())
     step([here], clocks)
     assert RAN == [] and table.fire("s", 1, T0 + 1) is None  # left for a worker that has it
     registry.register(tick, "series-later")
     step([here], clocks)  # T0 + 1 is 1 s late: within misfire_grace, it runs
     step([here], clocks)
     assert [fire for _, fire, _ in RAN] == [T0 + 1, T0 + 2]
+
+
+def test_a_durable_scheduler_runs_its_series_on_its_workers(store: Any) -> None:
+    """End to end, on real clocks: the series thread, the pool, the stats and the events."""
+    events: list[Any] = []
+    with DurableScheduler(store, registry=REGISTRY, poll_interval=0.05) as sched:
+        sched.add_listener(events.append)
+        handle = sched.schedule_recurring("fast", Every(0.05), 3, tick, args=["e2e"])
+        h.wait_for(lambda: len(RAN) >= 3, what="three runs")
+        assert handle.cancel() and not handle.cancel()
+        stats = sched.stats()
+    fires = [fire for _, fire, _ in RAN]
+    assert fires == sorted(set(fires))  # each once, in order
+    assert stats["series_fires"] >= 3 and stats["series_events"]["stopped.cancelled"] == 1
+    assert [e.reason for e in events if e.kind == "stopped"] == ["cancelled"]

@@ -63,14 +63,14 @@ class Entry(NamedTuple):
 class SeriesDriver:
     """The durable series of one process: a book, the store's claims, the runs.
 
-    ``served(ref, queue)`` says which series this process runs; ``start(job)``
-    runs a job on a worker (an executor's ``submit``, or inline in tests);
+    ``served(ref, queue)`` says which series this process runs; ``start(job,
+    priority)`` runs a job on a worker (the worker pool, or inline in tests);
     ``read()`` reads the wall and monotonic clocks.
     """
 
     def __init__(self, table: SeriesTable, *, owner: str, registry: TaskRegistry,
                  served: Callable[[str, str], bool], read: Callable[[], Reading],
-                 lease: float, start: Callable[[Callable[[], object]], object],
+                 lease: float, start: Callable[[Callable[[], object], int], object],
                  scheduler: object = None, retention: float | None = None) -> None:
         self.table = table
         self.owner = owner
@@ -164,7 +164,8 @@ class SeriesDriver:
         self.book.flush()
         for entry, (series, fire) in zip(entries, starts, strict=True):
             try:
-                handle = self.start(partial(self._run, entry, series, fire.fire_time))
+                handle = self.start(partial(self._run, entry, series, fire.fire_time),
+                                    entry.row.priority)
             except Exception:  # the worker pool is closed: the scheduler is closing
                 self.hub.emit([self._not_started(series, fire.fire_time)])
                 continue
@@ -227,7 +228,7 @@ class SeriesDriver:
             entry = ours[claim.series_id]
             log.warning("durable series %r: fire time %r runs again (attempt %d): its lease"
                         " expired", claim.series_id, claim.fire_time, claim.attempts)
-            self.start(partial(self._call, entry, claim))
+            self.start(partial(self._call, entry, claim), entry.row.priority)
 
     def heartbeat(self) -> None:
         """Renew the leases of the fire times running here."""
