@@ -163,7 +163,7 @@ def drop_postgres_table(url: str, table: str) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as db:
-        db.execute(f"DROP TABLE IF EXISTS {table}, {table}_meta")
+        db.execute(f"DROP TABLE IF EXISTS {table}, {table}_meta, {table}_series, {table}_fires")
         db.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
 
 

@@ -16,6 +16,7 @@ idempotent; ``current_task().attempt`` says which try this is. See
 docs/durable.md for the guarantees, the time model and the schema.
 """
 
+from ._series import DurableSeriesHandle
 from .errors import BadRow, DurableError, NotDurable, UnknownTask
 from .memory import MemoryStore
 from .registry import REGISTRY, TaskOptions, TaskRegistry, task
@@ -28,6 +29,7 @@ from .timebase import Timebase
 
 __all__ = [
     "REGISTRY", "BadRow", "Claim", "DurableError", "DurableFuture", "DurableScheduler",
+    "DurableSeriesHandle",
     "DurableTaskFailed", "MemoryStore", "NewTask", "NotDurable", "Outcome", "PostgresStore",
     "Retry", "Row", "SQLiteStore", "Serves", "Store", "TaskOptions", "TaskRegistry", "Timebase",
     "UnknownTask", "current_task", "open_store", "task",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 
 from ._shared import OPEN, Shared
 
@@ -19,8 +20,9 @@ __all__ = ["Heartbeat"]
 class Heartbeat:
     """The heartbeat thread's loop (``run``): every ``beat`` seconds while runs are in flight."""
 
-    def __init__(self, shared: Shared) -> None:
+    def __init__(self, shared: Shared, also: Callable[[], object] = lambda: None) -> None:
         self._s = shared
+        self._also = also  # renews the fire-time leases of recurring series runs here
         self.renewed = 0  # leases renewed, for tests and stats
 
     def run(self) -> None:
@@ -39,6 +41,7 @@ class Heartbeat:
             next_beat = time.monotonic() + s.beat
             if tokens:
                 s.guarded(functools.partial(self._renew, tokens), "heartbeat")
+            s.guarded(self._also, "series heartbeat")
 
     def _renew(self, tokens: list[str]) -> None:
         self.renewed += self._s.store.heartbeat(self._s.owner, self._s.lease, tokens)

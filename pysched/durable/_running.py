@@ -10,7 +10,9 @@ its traceback; the worker survives.
 
 from __future__ import annotations
 
+import itertools
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
@@ -34,11 +36,22 @@ class Runs:
         self._s = shared
         self.pool = pool
         self._owns_pool = owns_pool
+        self._jobs = itertools.count()
 
     def close_pool(self, wait: bool = False) -> None:
         """Close the pool if this scheduler made it; its unstarted runs are handed back."""
         if self._owns_pool and self.pool is not None:
             self.pool.close(wait=wait)  # type: ignore[attr-defined]
+
+    def submit(self, job: Callable[[], object], priority: int) -> Future[Any]:
+        """Run ``job`` (a fire time of a recurring series) on the pool now, at ``priority``
+        among the runs waiting for a worker; raises once the pool is closed."""
+        assert self.pool is not None, "a producer runs nothing"
+        if isinstance(self.pool, ThreadPoolScheduler):
+            # A key of its own: no version of another run is replaced.
+            return self.pool.schedule(("series", next(self._jobs)), self.pool.clock(), priority,
+                                      job)
+        return self.pool.submit(job)
 
     def start(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Hand a claimed version to the pool; one that never starts is handed back."""

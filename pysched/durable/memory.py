@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from heapq import heappop, heappush
 from typing import Any
 
+from .series_table import MemorySeriesTable
 from .store import (
     CANCELLED,
     DEFAULT_QUEUE,
@@ -57,6 +58,7 @@ class MemoryStore(Store):
         self._due: list[tuple[float, int, int, str]] = []  # (run_at, -priority, seq, task_id)
         self._seq = 0
         self._high: float | None = None
+        self._series = MemorySeriesTable(clock)
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
         for task in tasks:
@@ -186,6 +188,9 @@ class MemoryStore(Store):
         with self._lock:
             return [(i, r["state"]) for i, r in self._rows.items()
                     if r["state"] not in KNOWN_STATES][:limit]
+
+    def series_table(self) -> MemorySeriesTable:
+        return self._series
 
     def now(self) -> float:
         return self._clock()

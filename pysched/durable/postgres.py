@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
 from ._sql import ThreadConnections, check_table, index_statements
+from .series_table import SQLSeriesTable
 from .store import (
     KNOWN_STATES,
     ROW_FORMAT,
@@ -73,6 +74,7 @@ class PostgresStore(Store):
         # of writes this process has already applied, so the listener skips them.
         self._own_pids: set[int] = set()
         self._pid_of: dict[int, int] = {}  # id(connection) -> its server process id
+        self._series = SQLSeriesTable(t, self._run_series, now=NOW, pyformat=True)
         db = self._conns.get()
         with db.transaction():
             # Creating the same table from several processes at once races in
@@ -92,6 +94,8 @@ class PostgresStore(Store):
             db.execute(f"CREATE SEQUENCE IF NOT EXISTS {t}_seq")
             db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY,"
                        " value double precision)")
+            for statement in self._series.create_statements():
+                db.execute(statement)
 
     def _connect(self) -> psycopg.Connection[Any]:
         db = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._timeout))
@@ -284,6 +288,15 @@ class PostgresStore(Store):
         return [(r[0], r[1]) for r in self._conns.get().execute(
             f"SELECT task_id, state FROM {self.table} WHERE NOT (state = ANY(%s)) LIMIT %s",
             (sorted(KNOWN_STATES), limit)).fetchall()]
+
+    def series_table(self) -> SQLSeriesTable:
+        return self._series
+
+    def _run_series(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        db = self._conns.get()
+        with db.transaction():
+            cursor = db.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
 
     def now(self) -> float:
         (now,) = self._conns.get().execute(f"SELECT {NOW}").fetchone()  # type: ignore[misc]

@@ -36,6 +36,7 @@ from typing import Any
 
 from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
+from ..calendar import Cron, Event, Every, Reading, Series
 from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import Claimer
@@ -47,8 +48,11 @@ from ._local import current_task
 from ._mirror import Mirror, cancel_all
 from ._outcomes import Outcomes
 from ._running import Runs
+from ._series import DurableSeriesHandle, SeriesDriver
+from ._series_spec import Policies, encode_spec
 from ._shared import CLOSED, CLOSING, OPEN, Shared, log
 from .registry import REGISTRY, TaskRegistry
+from .series_table import ACTIVE, SeriesRow
 from .store import NewTask, Store, check_key, encode_args
 from .stores import open_store
 from .timebase import Timebase
@@ -142,13 +146,22 @@ class DurableScheduler:
             max_workers, thread_name_prefix="pysched-durable") if max_workers else None)
         self._runs = Runs(s, pool, owns_pool=executor is None)
         outcomes = Outcomes(s, self._mirror)
-        self._heartbeat = Heartbeat(s)
         self._keeper = Housekeeper(s, self._mirror, outcomes, self._shut_down)
+        self._series = SeriesDriver(
+            self.store.series_table(), owner=self.owner, registry=registry,
+            served=lambda ref, queue: s.served()(ref, queue),
+            read=lambda: Reading(wall_clock(), clock()), lease=lease,
+            start=self._runs.submit, scheduler=self, retention=retention)
+        # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
+        # of the series never lets a lease lapse.
+        self._heartbeat = Heartbeat(s, also=self._series.heartbeat)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
             jobs += [("claim", Claimer(s, self._mirror, self._runs).run),
-                     ("heartbeat", self._heartbeat.run)]
+                     ("heartbeat", self._heartbeat.run),
+                     ("series", lambda: self._series.loop(s.closing, min(poll, beat), clock,
+                                                          resync_every))]
             if self.store.notifies:
                 jobs.append(("listen", Listener(s, self._mirror).run))
         else:
@@ -310,6 +323,56 @@ class DurableScheduler:
         s.guarded(lambda: self._mirror.sync(self.store.rows([task_id])), "re-reading a retry")
         return future
 
+    def schedule_recurring(self, task_id: str, trigger: Cron | Every, priority: int,
+                           fn: Callable[..., Any], args: Sequence[Any] = (),
+                           kwargs: dict[str, Any] | None = None, *,
+                           misfire_grace: float | None = 1.0, catch_up: str = "latest",
+                           overlap: str = "skip", on_error: str = "continue",
+                           max_catch_up: int = 100,
+                           queue: str | None = None) -> DurableSeriesHandle:
+        """Store a recurring series: ``fn(*args, **kwargs)`` at each fire time of ``trigger``.
+
+        The series is a row holding the trigger as data (a ``Cron``'s
+        expression, zone and DST policy, or an ``Every``'s period and start;
+        an ``Every`` without a start is anchored now) and the policies, which
+        are ``pysched.calendar.Series``'s, as in ``ThreadPoolScheduler``. Fire
+        times are wall-clock instants; every worker process on the store runs
+        the series, and each fire time is claimed once by a unique key, so it
+        runs in one process, again elsewhere only if that process died
+        mid-run. The same ``task_id`` again replaces the whole series. Returns
+        a handle with ``next_fire_times(n)``, ``pause()``, ``resume()`` and
+        ``cancel()``. Events go to ``add_listener``; counts are in ``stats()``.
+        """
+        check_key(task_id, "task_id")
+        priority = check_priority(priority)
+        if not isinstance(trigger, (Cron, Every)):
+            raise TypeError(f"trigger must be a Cron or an Every, not {type(trigger).__name__}")
+        ref = self.registry.reference(fn)
+        args_text = encode_args(args, kwargs)
+        queue = self.registry.options(ref).queue if queue is None else check_key(queue, "queue")
+        now = self._series.read()
+        # Checks every policy (naming the argument) before anything is stored.
+        probe = Series(task_id, trigger, now, timeline="wall",
+                       last_fire=now.wall if isinstance(trigger, Cron) else None,
+                       misfire_grace=misfire_grace, catch_up=catch_up, overlap=overlap,
+                       on_error=on_error, max_catch_up=max_catch_up)
+        spec = encode_spec(trigger, Policies(misfire_grace, catch_up, overlap, on_error,
+                                             max_catch_up), now.wall)
+        self._check_open()
+        generation = self._series.table.put(task_id, spec, ref, args_text, priority, queue,
+                                            now.wall)
+        entry = self._series.adopt(SeriesRow(task_id, generation, ACTIVE, spec, ref, args_text,
+                                             priority, queue, now.wall, None))
+        return DurableSeriesHandle(self._series, entry, entry.series or probe)
+
+    def add_listener(self, fn: Callable[[Event], object]) -> None:
+        """Call ``fn(event)`` for each event of the recurring series decided here."""
+        self._series.hub.add_listener(fn)
+
+    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        """Stop calling ``fn``; KeyError if it was not added."""
+        self._series.hub.remove_listener(fn)
+
     def row(self, task_id: str) -> dict[str, Any] | None:
         """The stored row of ``task_id`` (every column), or None. One store read."""
         return self.store.get(task_id)
@@ -323,7 +386,8 @@ class DurableScheduler:
                     "queues": None if self._s.queues is None else list(self._s.queues),
                     "local_pending": len(self._mirror.entries),
                     "inflight": len(self._s.inflight), "unclaimed": count,
-                    "oldest_unclaimed_run_at": oldest, **self._s.counts}
+                    "oldest_unclaimed_run_at": oldest, **self._s.counts,
+                    **self._series.counts, "series_events": self._series.hub.stats()}
 
     def close(self, wait: bool = True, timeout: float | None = None) -> bool:
         """Stop claiming; hand back unstarted claims; let running versions finish.
@@ -334,11 +398,15 @@ class DurableScheduler:
         """
         s = self._s
         with s.lock:
-            if s.state == OPEN:
+            first = s.state == OPEN
+            if first:
                 s.state = CLOSING
                 s.closing.set()
                 s.wake.notify_all()
                 s.chores.notify_all()
+        if first:
+            self._series.close()  # its thread stops; its series say "closed" here
+        with s.lock:
             if not wait or _local.inside(self):
                 return s.state == CLOSED
             deadline = None if timeout is None else time.monotonic() + timeout

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._sql import ThreadConnections, check_table, index_statements
+from .series_table import SQLSeriesTable
 from .store import (
     KNOWN_STATES,
     ROW_FORMAT,
@@ -62,6 +63,7 @@ class SQLiteStore(Store):
         self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(
             self._connect, sqlite3.Connection.close)
         self._seen_changes: float | None = None
+        self._series = SQLSeriesTable(t, self._run_series, now=":now", pyformat=False)
         with self._write() as db:
             db.execute(f"CREATE TABLE IF NOT EXISTS {t} ("
                        "task_id TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL,"
@@ -77,6 +79,8 @@ class SQLiteStore(Store):
                 db.execute(statement)
             db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key TEXT PRIMARY KEY, value REAL)")
             db.execute(f"INSERT OR IGNORE INTO {t}_meta VALUES ('seq', 0), ('changes', 0)")
+            for statement in self._series.create_statements():
+                db.execute(statement)
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
@@ -84,6 +88,13 @@ class SQLiteStore(Store):
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={self._synchronous}")
         return db
+
+    def series_table(self) -> SQLSeriesTable:
+        return self._series
+
+    def _run_series(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        with self._write() as db:
+            return db.execute(sql, {**params, "now": self._clock()}).fetchall()
 
     def _write(self) -> _Transaction:
         return _Transaction(self._conns.get())

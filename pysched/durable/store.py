@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .errors import BadRow, NotDurable
+from .series_table import SeriesTable
 
 PENDING = "pending"
 RUNNING = "running"
@@ -346,6 +347,10 @@ class Store(ABC):
     # How many times a notifying store has (re)subscribed: after each, writes
     # made while it was not listening are unseen, so a full re-read must follow.
     subscriptions = 0
+
+    def series_table(self) -> SeriesTable:
+        """The store's recurring series and their fire-time claims (see series_table.py)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no recurring series")
 
     def now(self) -> float:
         """The store's clock in seconds since the epoch: what leases are measured on."""

@@ -1,0 +1,412 @@
+"""Durable recurring series: each process drives its own ``SeriesBook``, the store decides.
+
+Every worker process reads the stored series (``SeriesTable.rows``) every
+``poll`` seconds and keeps a ``pysched.calendar.Series`` for each one it
+serves, on the wall timeline, so all processes compute the same fire times.
+When its series says a fire time starts, the process claims that fire time
+in the store (``SeriesTable.claim``: a unique key, so one claim wins) and runs
+it only if the claim is its own; a lost claim means another process runs it.
+There is no leader: every process decides, the unique key arbitrates.
+
+A run holds a lease on its fire time, renewed every ``beat`` seconds; when a
+process dies, its lease expires and another process takes the fire time over
+(``reclaim``) and runs it again: at least once, never two at once. Events
+(skipped, coalesced, late, failed, stopped) are each process's own decisions,
+through the shared ``EventHub``.
+
+Lock order: ``lock`` guards the book and the entries; it is never held across
+a store call or a user callable, and events are flushed outside it.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Future
+from datetime import datetime
+from functools import partial
+from typing import Any, NamedTuple
+
+from ..calendar import Cron, Event, Reading, Series, SeriesBook
+from ..calendar.events import CANCELLED as CANCELLED_REASON
+from ..calendar.events import CLOSED, REPLACED, SKIPPED
+from ..calendar.handle import fire_datetimes
+from . import _local
+from ._local import RunningTask
+from ._series_spec import decode_spec
+from ._shared import log
+from .errors import BadRow, UnknownTask
+from .registry import TaskRegistry
+from .series_table import ACTIVE, CANCELLED, PAUSED, FireClaim, SeriesRow, SeriesTable
+from .store import Claim, decode_args
+
+__all__ = ["SERIES_COUNTERS", "DurableSeriesHandle", "SeriesDriver"]
+
+SERIES_COUNTERS = ("series_fires", "series_fires_elsewhere", "series_reruns", "series_failed",
+                   "series_not_recorded", "series_refused", "series_store_errors",
+                   "series_pruned")
+
+
+class Entry(NamedTuple):
+    """One stored series as this process runs it (``series`` None: not served here)."""
+
+    generation: int
+    series: Series | None
+    fn: Callable[..., Any] | None
+    args: list[Any]
+    kwargs: dict[str, Any]
+    row: SeriesRow
+    refused: bool = False  # a hostile row: logged once, never looked at again
+
+
+class SeriesDriver:
+    """The durable series of one process: a book, the store's claims, the runs.
+
+    ``served(ref, queue)`` says which series this process runs; ``start(job,
+    priority)`` runs a job on a worker (the worker pool, or inline in tests);
+    ``read()`` reads the wall and monotonic clocks.
+    """
+
+    def __init__(self, table: SeriesTable, *, owner: str, registry: TaskRegistry,
+                 served: Callable[[str, str], bool], read: Callable[[], Reading],
+                 lease: float, start: Callable[[Callable[[], object], int], object],
+                 scheduler: object = None, retention: float | None = None) -> None:
+        self.table = table
+        self.owner = owner
+        self.registry = registry
+        self.served = served
+        self.read = read
+        self.lease = lease
+        self.start = start
+        self.scheduler = scheduler  # what current_task() reports a run belongs to
+        self.retention = retention  # seconds the claims of ended fire times are kept
+        self.lock = threading.Lock()
+        self.wakeup = threading.Condition(self.lock)
+        self.book = SeriesBook(read())
+        self.hub = self.book.hub
+        self.entries: dict[str, Entry] = {}
+        self.inflight: dict[str, FireClaim] = {}  # lease token -> claim running here
+        self.counts = dict.fromkeys(SERIES_COUNTERS, 0)
+        self.closing = False
+
+    # -- the store's series, mirrored here ----------------------------------------------------
+
+    def sync(self) -> None:
+        """Re-read the stored series: adopt new generations, follow pauses, drop the ended."""
+        rows = self.table.rows()
+        with self.lock:
+            live = set()
+            for row in rows:
+                live.add(row.series_id)
+                self._adopt(row)
+            for series_id in [i for i in self.entries if i not in live]:
+                del self.entries[series_id]
+                self.book.cancel(series_id)
+            self.wakeup.notify_all()
+        self.book.flush()
+
+    def adopt(self, row: SeriesRow) -> Entry:
+        """Take ``row`` (just stored here) as the current generation of its series."""
+        with self.lock:
+            entry = self._adopt(row)
+            self.wakeup.notify_all()
+        self.book.flush()
+        return entry
+
+    def _adopt(self, row: SeriesRow) -> Entry:
+        """Under lock: make the entry for ``row`` current; refusals are logged once."""
+        entry = self.entries.get(row.series_id)
+        # A series not served here is looked at again: its task may be registered since.
+        if (entry is None or entry.generation != row.generation
+                or entry.series is None and not entry.refused
+                and self.served(row.ref, row.queue)):
+            entry = self.entries[row.series_id] = self._entry(row)
+            if entry.series is not None:
+                self.book.add(entry.series, self.read())
+            elif row.series_id in self.book:
+                self.book.cancel(row.series_id)  # the new generation is not served here
+        series = entry.series
+        if series is not None and self.book.get(row.series_id) is series and not series.stopped:
+            if row.state == PAUSED and not series.paused:
+                self.book.pause(row.series_id)
+            elif row.state == ACTIVE and series.paused:
+                self.book.resume(row.series_id, self.read())
+        return entry
+
+    def _entry(self, row: SeriesRow) -> Entry:
+        """A new entry for ``row``: its Series and callable if this process runs it."""
+        if not self.served(row.ref, row.queue):
+            return Entry(row.generation, None, None, [], {}, row)
+        try:
+            spec = decode_spec(row.spec)
+            args, kwargs = decode_args(row.args)
+            fn = self.registry.resolve(row.ref)
+            last_fire = row.last_fire
+            if last_fire is None and isinstance(spec.trigger, Cron):
+                last_fire = row.created  # fire times missed before any claim still count
+            series = Series(row.series_id, spec.trigger, self.read(), last_fire=last_fire,
+                            timeline="wall", **spec.policies._asdict())
+        except (BadRow, UnknownTask, ValueError, TypeError) as exc:
+            log.error("durable series %r generation %r refused: %s", row.series_id,
+                      row.generation, exc)
+            self.counts["series_refused"] += 1
+            return Entry(row.generation, None, None, [], {}, row, refused=True)
+        return Entry(row.generation, series, fn, args, kwargs, row)
+
+    # -- deciding and running ---------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Start the fire times due now, each on a worker."""
+        with self.lock:
+            starts = self.book.wake(self.read())
+            entries = [self.entries[str(series.series_id)] for series, _ in starts]
+        self.book.flush()
+        for entry, (series, fire) in zip(entries, starts, strict=True):
+            try:
+                handle = self.start(partial(self._run, entry, series, fire.fire_time),
+                                    entry.row.priority)
+            except Exception:  # the worker pool is closed: the scheduler is closing
+                self.hub.emit([self._not_started(series, fire.fire_time)])
+                continue
+            if isinstance(handle, Future):  # cancelled unstarted when the pool closes
+                handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time))
+
+    def _if_cancelled(self, series: Series, fire_time: float, done: Future[Any]) -> None:
+        if done.cancelled():
+            self.hub.emit([self._not_started(series, fire_time)])
+
+    def _not_started(self, series: Series, fire_time: float) -> Event:
+        """The event for a fire time decided but not started when its series ended."""
+        now = self.read()
+        with self.lock:
+            current = self.entries.get(str(series.series_id))
+            replaced = current is not None and current.series is not series
+        reason = CLOSED if self.closing else REPLACED if replaced else CANCELLED_REASON
+        return Event(series.series_id, SKIPPED, reason, fire_time, now.wall - fire_time, 1,
+                     fire_time, "wall")
+
+    def _run(self, entry: Entry, series: Series, fire_time: float) -> None:
+        """Worker: claim one fire time of ``series`` and, if the claim is ours, run it."""
+        with self.lock:
+            stopped = series.stopped
+            go = not stopped and self.book.begin(series, self.read())
+        self.book.flush()
+        if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
+            self.hub.emit([self._not_started(series, fire_time)])
+        if not go:
+            return
+        claim: FireClaim | None = None
+        failed = False
+        try:
+            claim = self.table.claim(entry.row.series_id, entry.generation, fire_time, self.owner,
+                                     self.lease)
+        except Exception:
+            log.exception("durable series %r: claiming fire time %r failed", series.series_id,
+                          fire_time)
+            self._count("series_store_errors")
+        try:
+            if claim is None:
+                self._count("series_fires_elsewhere")
+            else:
+                self._count("series_fires")
+                failed = self._call(entry, claim)
+        finally:
+            with self.lock:
+                self.book.finished(series, self.read(), failed)
+            self.book.flush()
+        if failed and series.stopped:  # on_error="stop": the series ends in every process
+            self._guarded(partial(self.table.set_state, entry.row.series_id, entry.generation,
+                                  CANCELLED), "stopping a failed series")
+
+    def rerun_expired(self) -> None:
+        """Take over the fire times whose process died mid-run, and run each again."""
+        with self.lock:
+            ours = {i: e for i, e in self.entries.items() if e.fn is not None}
+        for claim in self.table.reclaim(self.owner, self.lease, ours):
+            self._count("series_reruns")
+            entry = ours[claim.series_id]
+            log.warning("durable series %r: fire time %r runs again (attempt %d): its lease"
+                        " expired", claim.series_id, claim.fire_time, claim.attempts)
+            self.start(partial(self._call, entry, claim), entry.row.priority)
+
+    def heartbeat(self) -> None:
+        """Renew the leases of the fire times running here."""
+        with self.lock:
+            tokens = list(self.inflight)
+        if tokens:
+            self.table.heartbeat(self.owner, self.lease, tokens)
+
+    def _call(self, entry: Entry, claim: FireClaim) -> bool:
+        """Run the claimed fire time and record its end; True if it raised."""
+        assert entry.fn is not None
+        running = RunningTask(self.scheduler, Claim(
+            claim.series_id, claim.generation, claim.fire_time, entry.row.priority,
+            entry.row.ref, entry.row.args, claim.attempts, claim.token, 1))
+        with self.lock:
+            self.inflight[claim.token] = claim
+        failed = True
+        try:
+            with _local.running(running):
+                entry.fn(*entry.args, **entry.kwargs)
+            failed = False
+        except Exception as exc:  # noqa: BLE001 - the series' on_error decides
+            log.error("durable series %r fire time %r failed:\n%s", claim.series_id,
+                      claim.fire_time, "".join(traceback.format_exception(exc)))
+            self._count("series_failed")
+        finally:
+            with self.lock:
+                del self.inflight[claim.token]
+            # While the store is away the lease expires and another process re-runs it.
+            self._guarded(lambda: self._finish(claim, failed), "recording a fire time")
+        return failed
+
+    def _finish(self, claim: FireClaim, failed: bool) -> None:
+        if not self.table.finish(claim, failed):
+            self._count("series_not_recorded")  # its lease expired: another process took it
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self.lock:
+            self.counts[name] += n
+
+    def _guarded(self, action: Callable[[], object], what: str) -> bool:
+        try:
+            action()
+        except Exception:
+            log.exception("durable series: %s failed", what)
+            self._count("series_store_errors")
+            return False
+        return True
+
+    def chores(self) -> None:
+        """One round of the store chores, each guarded: re-read, re-run the expired, renew."""
+        self._guarded(self.sync, "re-reading the series")
+        self._guarded(self.rerun_expired, "taking over expired fire times")
+        self._guarded(self.heartbeat, "renewing fire-time leases")
+
+    def prune(self) -> None:
+        """Forget the claims of fire times older than ``retention`` (None: keep them)."""
+        if self.retention is not None:
+            pruned = self.table.prune(self.retention)
+            self._count("series_pruned", pruned)
+
+    def loop(self, closing: threading.Event, poll: float, clock: Callable[[], float],
+             prune_every: float) -> None:
+        """The series thread: chores every ``poll`` seconds, pruning every ``prune_every``,
+        fire times when due."""
+        next_chores = next_prune = clock()
+        while not closing.is_set():
+            now = clock()
+            if now >= next_chores:
+                self.chores()
+                next_chores = clock() + poll
+            if now >= next_prune:
+                self._guarded(self.prune, "pruning old fire times")
+                next_prune = clock() + prune_every
+            self.tick()
+            with self.lock:
+                wake = self.book.next_wake()
+                until = next_chores if wake is None else min(wake, next_chores)
+                if not closing.is_set():
+                    self.wakeup.wait(max(0.0, until - clock()))
+
+    def close(self) -> None:
+        """End every series here (events say "closed"); the store keeps them."""
+        events: list[Event] = []
+        with self.lock:
+            self.closing = True
+            for series_id in list(self.entries):
+                series = self.book.get(series_id)
+                if series is not None:
+                    events += series.cancel(CLOSED)
+            self.wakeup.notify_all()
+        self.hub.emit(events)
+
+
+class DurableSeriesHandle:
+    """What ``DurableScheduler.schedule_recurring`` returns: one stored generation of a series.
+
+    ``pause``, ``resume`` and ``cancel`` write the store (every process
+    follows within its ``poll_interval``) and act here at once. Once the
+    series is replaced by id (here or elsewhere) or ended, they do nothing and
+    ``cancel`` returns False.
+    """
+
+    __slots__ = ("series_id", "generation", "_driver", "_trigger_series")
+
+    def __init__(self, driver: SeriesDriver, entry: Entry, trigger_series: Series) -> None:
+        self.series_id = entry.row.series_id
+        self.generation = entry.generation
+        self._driver = driver
+        # The series as computed here: the one the book runs, or one only to look ahead with.
+        self._trigger_series = trigger_series
+
+    def __repr__(self) -> str:
+        return f"<DurableSeriesHandle {self.series_id!r} generation {self.generation}>"
+
+    def _local(self) -> Series | None:
+        entry = self._driver.entries.get(self.series_id)
+        if entry is None or entry.generation != self.generation or entry.series is None:
+            return None
+        series = entry.series
+        return series if self._driver.book.get(self.series_id) is series else None
+
+    def _ended(self) -> bool:
+        entry = self._driver.entries.get(self.series_id)
+        return (entry is None or entry.generation != self.generation
+                or self._trigger_series.stopped)
+
+    @property
+    def cancelled(self) -> bool:
+        """True once this generation was cancelled, replaced or stopped, as seen here."""
+        with self._driver.lock:
+            return self._ended()
+
+    @property
+    def paused(self) -> bool:
+        """True while paused, as seen here."""
+        with self._driver.lock:
+            return self._trigger_series.paused
+
+    def next_fire_times(self, n: int) -> list[datetime]:
+        """The next ``n`` fire times not yet handled here, in the trigger's zone."""
+        with self._driver.lock:
+            if self._ended():
+                return []
+            fires = self._trigger_series.next_fire_times(n)
+        return fire_datetimes(self._trigger_series, fires, self._driver.read())
+
+    def pause(self) -> None:
+        """Start no more runs of it in any process until ``resume``."""
+        if self._driver.table.set_state(self.series_id, self.generation, PAUSED):
+            with self._driver.lock:
+                if self._local() is not None and not self._trigger_series.paused:
+                    self._driver.book.pause(self.series_id)
+                elif self._local() is None:
+                    self._trigger_series.pause()
+            self._driver.book.flush()
+
+    def resume(self) -> None:
+        """Resume; fire times that came due while paused are skipped, with events."""
+        if self._driver.table.set_state(self.series_id, self.generation, ACTIVE):
+            with self._driver.lock:
+                if self._local() is not None and self._trigger_series.paused:
+                    self._driver.book.resume(self.series_id, self._driver.read())
+                elif self._local() is None:
+                    self._trigger_series.resume(self._driver.read())
+                self._driver.wakeup.notify_all()
+            self._driver.book.flush()
+
+    def cancel(self) -> bool:
+        """End the series in every process; False if it had already ended or been replaced."""
+        if not self._driver.table.set_state(self.series_id, self.generation, CANCELLED):
+            return False
+        with self._driver.lock:
+            if self._local() is not None:
+                self._driver.book.cancel(self.series_id)
+            entry = self._driver.entries.get(self.series_id)
+            if entry is not None and entry.generation == self.generation:
+                del self._driver.entries[self.series_id]
+            self._driver.wakeup.notify_all()
+        self._driver.book.flush()
+        return True

@@ -1,0 +1,92 @@
+"""A durable series' trigger and policies as JSON data, and back: never pickled code.
+
+``Cron``: its expression, zone (a zoneinfo key, or a fixed offset in
+seconds) and DST policy. ``Every``: its period and its start, fixed when
+the series is stored (an ``Every`` without a start is anchored then), so every
+process computes the same fire times. Reading a spec from a row builds the
+trigger through the same constructors, which check every field: a hostile
+row raises ``BadRow`` naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo
+
+from ..calendar import Cron, Every
+from .errors import BadRow
+
+__all__ = ["Policies", "SeriesSpec", "decode_spec", "encode_spec"]
+
+SPEC_FORMAT = 1
+
+
+class Policies(NamedTuple):
+    """The ``Series`` keyword arguments a durable series stores."""
+
+    misfire_grace: float | None
+    catch_up: str
+    overlap: str
+    on_error: str
+    max_catch_up: int
+
+
+class SeriesSpec(NamedTuple):
+    """What a series row's ``spec`` holds, decoded."""
+
+    trigger: Cron | Every
+    policies: Policies
+
+
+def _zone(tz: Any) -> str | float:
+    if isinstance(tz, ZoneInfo):
+        return tz.key
+    offset = tz.utcoffset(None)
+    return offset.total_seconds() if offset is not None else 0.0
+
+
+def encode_spec(trigger: Cron | Every, policies: Policies, created: float) -> str:
+    """JSON text for ``trigger`` and ``policies``; an ``Every`` without a start is
+    anchored at ``created`` (wall seconds) and first fires one period later."""
+    if isinstance(trigger, Cron):
+        data: dict[str, Any] = {"kind": "cron", "expr": trigger.expr, "tz": _zone(trigger.tz),
+                                "nonexistent": trigger.nonexistent,
+                                "ambiguous": trigger.ambiguous}
+    elif isinstance(trigger, Every):
+        start = (trigger.start.timestamp() if trigger.start is not None
+                 else created + trigger.seconds)
+        data = {"kind": "every", "seconds": trigger.seconds, "start": start}
+    else:
+        raise TypeError(f"trigger must be a Cron or an Every, not {type(trigger).__name__}")
+    data.update(policies._asdict(), fmt=SPEC_FORMAT)
+    return json.dumps(data, allow_nan=False, separators=(",", ":"))
+
+
+def decode_spec(text: Any) -> SeriesSpec:
+    """The trigger and policies stored as ``text``, or BadRow saying what is wrong."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise BadRow("spec must be a JSON object")
+        if data.get("fmt") != SPEC_FORMAT:
+            raise BadRow(f"spec format {data.get('fmt')!r} is not one this pysched reads")
+        kind = data.get("kind")
+        trigger: Cron | Every
+        if kind == "cron":
+            tz = data["tz"]
+            zone = timezone(timedelta(seconds=tz)) if isinstance(tz, (int, float)) else tz
+            trigger = Cron(data["expr"], tz=zone, nonexistent=data["nonexistent"],
+                           ambiguous=data["ambiguous"])
+        elif kind == "every":
+            trigger = Every(data["seconds"],
+                            start=datetime.fromtimestamp(data["start"], timezone.utc))
+        else:
+            raise BadRow(f"spec kind {kind!r} is neither 'cron' nor 'every'")
+        policies = Policies(**{name: data[name] for name in Policies._fields})
+    except BadRow:
+        raise
+    except (ValueError, TypeError, KeyError, OverflowError, OSError) as exc:
+        raise BadRow(f"spec is not a trigger this pysched reads: {exc!r}") from exc
+    return SeriesSpec(trigger, policies)

@@ -1,0 +1,414 @@
+"""Durable recurring series on each store, on fake clocks: the claim rule (one fire time, one
+run, whatever the number of schedulers), leases taken over, replacement, hostile rows, bad input.
+
+Two ``SeriesDriver``s over one store stand for two processes: each has its own
+book and clocks, and runs its starts inline, so each step is deterministic.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import durable_helpers as h
+import pytest
+from durable_helpers import store_spec  # noqa: F401 - a fixture
+
+from pysched import Cron, Every
+from pysched.calendar import Reading
+from pysched.durable import DurableScheduler, NotDurable, TaskRegistry, current_task
+from pysched.durable._series import SeriesDriver
+from pysched.durable._series_spec import Policies, encode_spec
+from pysched.durable.series_table import ACTIVE, CANCELLED, PAUSED, SeriesRow, SeriesTable
+
+T0 = 1_800_000_000.0  # a whole second, wall time
+RAN: list[tuple[str, float, int]] = []
+
+
+def tick(label: str) -> None:
+    task = current_task()
+    assert task is not None
+    RAN.append((label, task.run_at, task.attempt))
+
+
+def boom() -> None:
+    raise RuntimeError("boom")
+
+
+class Clocks:
+    """A wall and a monotonic clock that move together unless told otherwise."""
+
+    def __init__(self) -> None:
+        self.wall = T0
+        self.mono = 100.0
+
+    def read(self) -> Reading:
+        return Reading(self.wall, self.mono)
+
+    def advance(self, seconds: float) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+
+REGISTRY = TaskRegistry()
+REGISTRY.register(tick, "series-tick")
+REGISTRY.register(boom, "series-boom")
+
+
+@pytest.fixture
+def store(store_spec: dict[str, Any]) -> Iterator[Any]:  # noqa: F811 - the fixture above
+    RAN.clear()
+    if store_spec["kind"] == "memory":
+        yield store_spec["store"]
+        return
+    opened = h.open_spec(store_spec)
+    yield opened
+    opened.close()
+
+
+def driver(table: SeriesTable, clocks: Clocks, owner: str, lease: float = 30.0) -> SeriesDriver:
+    return SeriesDriver(table, owner=owner, registry=REGISTRY, served=lambda ref, queue: True,
+                        read=clocks.read, lease=lease, start=lambda job, priority: job())
+
+
+def put(table: SeriesTable, trigger: Any, ref: str = "series-tick", label: str = "a",
+        series_id: str = "s", **policies: Any) -> int:
+    spec = encode_spec(trigger, Policies(**{"misfire_grace": 1.0, "catch_up": "latest",
+                                            "overlap": "skip", "on_error": "continue",
+                                            "max_catch_up": 100, **policies}), T0)
+    return table.put(series_id, spec, ref, f'{{"args":["{label}"],"kwargs":{{}}}}', 0,
+                     "default", T0)
+
+
+def step(drivers: list[SeriesDriver], clocks: Clocks, seconds: float = 1.0) -> None:
+    clocks.advance(seconds)
+    for d in drivers:
+        d.sync()
+    for d in drivers:
+        d.tick()
+
+
+def test_two_schedulers_on_one_store_run_each_fire_time_once(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
+    drivers = [driver(table, clocks, "one"), driver(table, clocks, "two")]
+    events: list[Any] = []
+    for d in drivers:
+        d.hub.add_listener(events.append)
+    for i in range(10):
+        # Take turns at being first, so each scheduler wins some claims.
+        step(drivers if i % 2 else drivers[::-1], clocks)
+    assert [fire for _, fire, _ in RAN] == [T0 + k for k in range(1, 11)]
+    assert events == []
+    wins = [d.counts["series_fires"] for d in drivers]
+    assert sorted(wins) == [5, 5] and [d.counts["series_fires_elsewhere"] for d in drivers] \
+        == wins[::-1]
+    assert table.fire("s", 1, T0 + 3)["state"] == "done"  # type: ignore[index]
+
+
+def test_a_fire_time_is_claimed_once_whatever_asks(store: Any) -> None:
+    table = store.series_table()
+    generation = put(table, Cron("* * * * * *"))
+    first = table.claim("s", generation, T0 + 1, "one", 30.0)
+    assert first is not None and first.attempts == 1
+    assert table.claim("s", generation, T0 + 1, "two", 30.0) is None
+    assert table.claim("s", generation, T0 + 1, "one", 30.0) is None  # not even its owner
+    assert table.finish(first, failed=False)
+    assert table.claim("s", generation, T0 + 1, "two", 30.0) is None  # done stays claimed
+    assert table.claim("s", generation, T0 + 2, "two", 30.0) is not None
+
+
+def test_no_claim_on_a_paused_cancelled_or_replaced_series(store: Any) -> None:
+    table = store.series_table()
+    old = put(table, Cron("* * * * * *"))
+    assert table.set_state("s", old, PAUSED)
+    assert table.claim("s", old, T0 + 1, "one", 30.0) is None
+    assert table.set_state("s", old, ACTIVE)
+    new = put(table, Cron("* * * * * *"))  # a replacement by id: the whole series
+    assert new == old + 1
+    assert table.claim("s", old, T0 + 2, "one", 30.0) is None
+    assert not table.set_state("s", old, PAUSED)
+    assert table.claim("s", new, T0 + 2, "one", 30.0) is not None
+    assert table.set_state("s", new, CANCELLED)
+    assert table.claim("s", new, T0 + 3, "one", 30.0) is None
+    assert not table.set_state("s", new, ACTIVE)  # cancelled stays cancelled
+    assert table.rows() == []
+
+
+def test_an_expired_lease_hands_the_fire_time_to_one_other_process(store: Any) -> None:
+    table = store.series_table()
+    generation = put(table, Cron("* * * * * *"))
+    lost = table.claim("s", generation, T0 + 1, "dead", 0.001)
+    assert lost is not None
+    assert table.reclaim("live", 30.0, ["other-series"]) == []  # not served: left alone
+    h.wait_for(lambda: _expired(store, generation), what="the lease to expire")
+    [again] = table.reclaim("live", 30.0, ["s"])
+    assert (again.fire_time, again.attempts) == (T0 + 1, 2)
+    assert table.reclaim("third", 30.0, ["s"]) == []  # a live lease: never two at once
+    assert not table.finish(lost, failed=False)  # the dead run's late end is not recorded
+    assert table.finish(again, failed=False)
+    assert table.reclaim("third", 0.001, ["s"]) == []
+
+
+def _expired(store: Any, generation: int) -> bool:
+    """Whether the lease on fire time T0 + 1 has expired on the store's clock."""
+    row = store.series_table().fire("s", generation, T0 + 1)
+    assert row is not None
+    return bool(store.now() > row["lease_expires"])
+
+
+def test_a_heartbeat_keeps_a_running_fire_time_from_being_taken(store: Any) -> None:
+    table = store.series_table()
+    generation = put(table, Cron("* * * * * *"))
+    claim = table.claim("s", generation, T0 + 1, "one", 30.0)
+    assert claim is not None
+    assert table.heartbeat("one", 30.0, [claim.token]) == 1
+    assert table.heartbeat("two", 30.0, [claim.token]) == 0
+    assert table.reclaim("two", 30.0, ["s"]) == []
+
+
+def test_a_driver_reruns_a_fire_time_whose_process_died(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
+    generation = table.rows()[0].generation
+    assert table.claim("s", generation, T0 + 1, "dead", 0.001) is not None  # then it died
+    live = driver(table, clocks, "live")
+    live.sync()
+    h.wait_for(lambda: _expired(store, generation), what="the lease to expire")
+    live.rerun_expired()
+    assert RAN == [("a", T0 + 1, 2)]
+    assert live.counts["series_reruns"] == 1
+    step([live], clocks)  # T0 + 1 is already claimed: never run again as new
+    assert RAN == [("a", T0 + 1, 2)]
+    step([live], clocks)
+    assert RAN[-1] == ("a", T0 + 2, 1)
+
+
+def test_a_replacement_elsewhere_replaces_the_whole_series_here(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"), label="old")
+    here = driver(table, clocks, "here")
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)
+    put(table, Cron("* * * * * *"), label="new")  # another process replaces it
+    step([here], clocks)
+    step([here], clocks)
+    assert [label for label, _, _ in RAN] == ["old", "new", "new"]
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "replaced")]
+
+
+def test_missed_fire_times_follow_catch_up_with_events(store: Any) -> None:
+    """All processes were down for a minute: the first one back follows the policy."""
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"), catch_up="none")
+    first = driver(table, clocks, "one")
+    step([first], clocks)
+    clocks.advance(60)  # everyone down
+    back = driver(table, clocks, "two")
+    events: list[Any] = []
+    back.hub.add_listener(events.append)
+    step([back], clocks)
+    # Within misfire_grace (1 s) of now, T0 + 61 is on time; the older ones were missed.
+    assert [fire for _, fire, _ in RAN] == [T0 + 1, T0 + 61]
+    [event] = events
+    assert (event.kind, event.reason, event.fire_time, event.last_fire_time, event.count) == \
+        ("skipped", "misfire", T0 + 2, T0 + 60, 59)
+    # The stalled process wakes: it runs T0 + 62 (the other loses that claim), never T0 + 61.
+    step([first, back], clocks)
+    assert [fire for _, fire, _ in RAN] == [T0 + 1, T0 + 61, T0 + 62]
+    assert back.counts["series_fires_elsewhere"] == 1
+
+
+@pytest.mark.parametrize("spec, ref, why", [
+    ("not json", "series-tick", "spec is not a trigger"),
+    ('{"kind":"cron","expr":"61 * * * *","tz":"UTC","nonexistent":"shift",'
+     '"ambiguous":"first","misfire_grace":1,"catch_up":"latest","overlap":"skip",'
+     '"on_error":"continue","max_catch_up":100,"fmt":1}', "series-tick", "minute"),
+    ('{"kind":"pickle","fmt":1}', "series-tick", "neither"),
+    ('{"kind":"every","seconds":-1,"start":0,"misfire_grace":1,"catch_up":"latest",'
+     '"overlap":"skip","on_error":"continue","max_catch_up":100,"fmt":1}', "series-tick",
+     "seconds"),
+    ('{"kind":"cron","expr":"* * * * *","tz":"Mars/Olympus","nonexistent":"shift",'
+     '"ambiguous":"first","misfire_grace":1,"catch_up":"latest","overlap":"skip",'
+     '"on_error":"continue","max_catch_up":100,"fmt":1}', "series-tick", "Mars/Olympus"),
+    (None, "os:system", "unknown task"),
+    ("bad args", "series-tick", "args"),
+])
+def test_a_hostile_series_row_is_a_logged_refusal(store: Any, spec: str | None, ref: str,
+                                                  why: str,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    good = encode_spec(Cron("* * * * * *"), Policies(1.0, "latest", "skip", "continue", 100), T0)
+    text = good if spec in (None, "bad args") else spec
+    args = "[1, 2" if spec == "bad args" else '{"args":["x"],"kwargs":{}}'
+    table.put("s", text, ref, args, 0, "default", T0)
+    here = driver(table, clocks, "here")
+    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+        for _ in range(3):
+            step([here], clocks)
+    assert RAN == []
+    assert here.counts["series_refused"] == 1  # logged once, not at every re-read
+    [record] = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert why in record.getMessage()
+    assert table.fire("s", 1, T0 + 1) is None  # nothing claimed
+
+
+def test_a_failing_run_under_on_error_stop_ends_the_series_everywhere(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"), ref="series-boom", on_error="stop")
+    one, two = driver(table, clocks, "one"), driver(table, clocks, "two")
+    step([one, two], clocks)
+    assert table.rows() == []
+    step([one, two], clocks)
+    assert one.counts["series_failed"] + two.counts["series_failed"] == 1
+    assert table.fire("s", 1, T0 + 1)["state"] == "failed"  # type: ignore[index]
+    assert table.fire("s", 1, T0 + 2) is None
+
+
+def test_schedule_recurring_checks_its_arguments_and_stores_nothing_on_error(
+        store: Any) -> None:
+    with DurableScheduler(store, registry=REGISTRY, max_workers=0) as sched:
+        every = Every(1)
+        with pytest.raises(TypeError, match="trigger"):
+            sched.schedule_recurring("s", "* * * * *", 0, tick)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="catch_up"):
+            sched.schedule_recurring("s", every, 0, tick, catch_up="some")
+        with pytest.raises(ValueError, match="misfire_grace"):
+            sched.schedule_recurring("s", every, 0, tick, misfire_grace=-1)
+        with pytest.raises(NotDurable):
+            sched.schedule_recurring("s", every, 0, lambda: None)
+        with pytest.raises(NotDurable):
+            sched.schedule_recurring("s", every, 0, tick, args=[object()])
+        with pytest.raises(ValueError, match="task_id"):
+            sched.schedule_recurring("s\x00", every, 0, tick)
+        assert store.series_table().rows() == []
+
+
+def test_the_handle_pauses_resumes_and_cancels_in_the_store(store: Any) -> None:
+    with DurableScheduler(store, registry=REGISTRY, max_workers=0) as sched:
+        cron = Cron("0 3 * * *", tz="Europe/Berlin")
+        handle = sched.schedule_recurring("nightly", cron, 0, tick, args=["x"])
+        fires = handle.next_fire_times(2)
+        assert fires == cron.preview(2, after=fires[0] - datetime.timedelta(days=1))
+        handle.pause()
+        assert handle.paused and [r.state for r in store.series_table().rows()] == [PAUSED]
+        handle.resume()
+        assert not handle.paused and [r.state for r in store.series_table().rows()] == [ACTIVE]
+        again = sched.schedule_recurring("nightly", cron, 0, tick, args=["y"])
+        assert handle.cancelled and not handle.cancel()  # replaced: it reaches nothing
+        assert [(r.generation, r.args) for r in store.series_table().rows()] == \
+            [(2, '{"args":["y"],"kwargs":{}}')]
+        assert again.cancel() and again.cancelled and store.series_table().rows() == []
+        assert again.next_fire_times(1) == []
+
+
+def test_series_rows_are_data(store: Any) -> None:
+    """The trigger and policies are stored as JSON, and read back to the same trigger."""
+    table = store.series_table()
+    put(table, Cron("*/5 9-17 * * MON-FRI", tz="America/New_York", ambiguous="both"))
+    [row] = table.rows()
+    assert isinstance(row, SeriesRow)
+    assert '"expr":"*/5 9-17 * * MON-FRI"' in row.spec and '"tz":"America/New_York"' in row.spec
+    assert '"ambiguous":"both"' in row.spec and row.last_fire is None
+
+
+def test_a_fire_time_decided_but_not_started_when_its_series_ends_is_an_event(
+        store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"))
+    waiting: list[Any] = []  # every worker busy: the jobs wait here
+    here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
+                        read=clocks.read, lease=30.0,
+                        start=lambda job, priority: waiting.append(job))
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)
+    put(table, Cron("* * * * * *"))  # replaced elsewhere before a worker took it
+    here.sync()
+    [job] = waiting
+    job()
+    assert RAN == [] and table.fire("s", 1, T0 + 1) is None
+    assert [(e.kind, e.reason, e.fire_time) for e in events] == \
+        [("stopped", "replaced", None), ("skipped", "replaced", T0 + 1)]
+
+
+def test_a_fire_time_whose_job_the_closing_pool_cancels_is_an_event(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"))
+    futures: list[Future[Any]] = []
+
+    def start(job: Any, priority: int) -> Future[Any]:
+        futures.append(Future())
+        return futures[-1]
+
+    here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
+                        read=clocks.read, lease=30.0, start=start)
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)
+    here.close()
+    futures[0].cancel()
+    assert [(e.kind, e.reason, e.fire_time) for e in events] == \
+        [("stopped", "closed", None), ("skipped", "closed", T0 + 1)]
+
+
+def test_pruned_claims_are_never_made_again(store: Any) -> None:
+    table = store.series_table()
+    generation = put(table, Cron("* * * * * *"))
+    base = float(int(store.now())) - 100
+    done = [table.claim("s", generation, base + k, "one", 30.0) for k in (1, 2)]
+    for claim in done:
+        assert claim is not None and table.finish(claim, failed=False)
+    running = table.claim("s", generation, base + 3, "one", 30.0)
+    assert running is not None
+    assert table.prune(50.0) == 2
+    assert table.fire("s", generation, base + 1) is None
+    assert table.fire("s", generation, base + 3) is not None  # a running claim stays
+    assert table.claim("s", generation, base + 1, "two", 30.0) is None  # below the floor
+    [row] = table.rows()
+    assert row.last_fire is not None and row.last_fire >= base + 50  # restarts from the floor
+    assert table.claim("s", generation, base + 200, "two", 30.0) is not None
+    assert table.prune(50.0) == 0
+
+
+def test_a_series_whose_task_is_registered_later_runs_from_then_on(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Cron("* * * * * *"), ref="series-later")
+    registry = TaskRegistry()
+    here = SeriesDriver(table, owner="here", registry=registry,
+                        served=lambda ref, queue: registry.serves().matcher()(ref, queue),
+                        read=clocks.read, lease=30.0, start=lambda job, priority: job())
+    step([here], clocks)
+    assert RAN == [] and table.fire("s", 1, T0 + 1) is None  # left for a worker that has it
+    registry.register(tick, "series-later")
+    step([here], clocks)  # T0 + 1 is 1 s late: within misfire_grace, it runs
+    step([here], clocks)
+    assert [fire for _, fire, _ in RAN] == [T0 + 1, T0 + 2]
+
+
+def test_a_durable_scheduler_runs_its_series_on_its_workers(store: Any) -> None:
+    """End to end, on real clocks: the series thread, the pool, the stats and the events."""
+    events: list[Any] = []
+    with DurableScheduler(store, registry=REGISTRY, poll_interval=0.05) as sched:
+        sched.add_listener(events.append)
+        handle = sched.schedule_recurring("fast", Every(0.05), 3, tick, args=["e2e"])
+        h.wait_for(lambda: len(RAN) >= 3, what="three runs")
+        assert handle.cancel() and not handle.cancel()
+        stats = sched.stats()
+    fires = [fire for _, fire, _ in RAN]
+    assert fires == sorted(set(fires))  # each once, in order
+    assert stats["series_fires"] >= 3 and stats["series_events"]["stopped.cancelled"] == 1
+    assert [e.reason for e in events if e.kind == "stopped"] == ["cancelled"]
