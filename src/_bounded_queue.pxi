@@ -215,10 +215,12 @@ cdef class StableBoundedPriorityQueue:
     cdef Py_ssize_t _reprioritized
     cdef Py_ssize_t _dead_cleaned
     cdef Py_ssize_t _compactions
+    cdef Py_ssize_t _shrink_at   # try to give memory back only below this length (a failed try halves it)
 
     def __cinit__(self):
         self._values = []
         self._quota = -1
+        self._shrink_at = PY_SSIZE_T_MAX
 
     def __init__(self, capacity, *, tenant_limit=None):
         self._capacity = check_capacity(capacity, "capacity")
@@ -624,14 +626,18 @@ cdef class StableBoundedPriorityQueue:
         out.reason = reason
         out.value = self._values[r]
         self._values[r] = None  # out holds it until the caller returns
+        # The tables give memory back as they empty (IdTable.shrink); the
+        # per-slot arrays beside them, 4 or 8 bytes a slot, keep their size.
         if rec.key_slot >= 0:
             out.key = self._keys.remove(rec.key_slot)
+            self._keys.shrink()
         if ts >= 0:
             self._tenant_count[ts] -= 1
             if self._tenant_count[ts]:
                 out.tenant = self._tenants.key(ts)
             else:
                 out.tenant = self._tenants.remove(ts)
+                self._tenants.shrink()
         rec.alive = 0
         rec.key_slot = -1
         rec.tenant_slot = -1
@@ -650,6 +656,7 @@ cdef class StableBoundedPriorityQueue:
         else:
             r = <int32_t>self._n_recs
             self._n_recs += 1
+            self._shrink_at = PY_SSIZE_T_MAX
         rec = &self._recs[r]
         rec.priority = priority
         rec.seq = seq
@@ -691,6 +698,46 @@ cdef class StableBoundedPriorityQueue:
         bound = max(self._live, _COMPACT_FLOOR)
         if self._best_len - self._live > bound or self._worst_len - self._live > bound:
             self._compact()
+        if self._live * 4 < self._recs_capacity and self._recs_capacity > 16:
+            self._give_back()
+
+    cdef void _give_back(self) noexcept:
+        """Shrink the arrays once under a quarter of the records are in use.
+
+        The free records at the top are cut off (no node names a free record),
+        and every array is left half full, so an oscillating load does not
+        resize at every step. A try that cannot cut (a record near the top is
+        in use) waits for the length to halve: amortised O(1) a removal.
+        """
+        cdef Py_ssize_t top = self._n_recs, k, kept, n, longest
+        if self._live and self._live >= self._shrink_at:
+            return
+        while top and not self._recs[top - 1].alive and not self._recs[top - 1].nodes:
+            top -= 1
+        if top * 2 > self._recs_capacity:
+            self._shrink_at = self._live // 2
+            return
+        n = max(16, 2 * top)
+        try:
+            del self._values[n:]  # only None past _n_recs: nothing is freed that could call back
+        except MemoryError:
+            return  # longer than needed is still whole
+        kept = 0
+        for k in range(self._n_free):
+            if self._free[k] < top:
+                self._free[kept] = self._free[k]
+                kept += 1
+        self._n_free = kept
+        self._n_recs = top
+        _shrink(<void**>&self._recs, n, sizeof(Record))
+        _shrink(<void**>&self._free, n, sizeof(int32_t))
+        self._recs_capacity = n
+        longest = max(self._best_len, self._worst_len)
+        if longest * 4 < self._heap_capacity:
+            n = max(16, 2 * longest)
+            _shrink(<void**>&self._best, n, sizeof(Node))
+            _shrink(<void**>&self._worst, n, sizeof(Node))
+            self._heap_capacity = n
 
     cdef void _compact(self) noexcept:
         """Rebuild both heaps from their live nodes: O(n), amortised O(1) per call that made one dead."""

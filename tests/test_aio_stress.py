@@ -14,12 +14,20 @@ import asyncio
 import random
 
 import pytest
-from aio_helpers import VirtualTimeLoop, make_scheduler_fixture, run  # noqa: F401  (fixtures)
+from aio_helpers import LOOPS, make_scheduler_fixture, run  # noqa: F401  (fixtures)
+
+# Virtual time: every seed; real loops: a few, their times in milliseconds
+# (what each step sees then varies with the machine; the invariants may not).
+CASES = [("virtual", 1.0, seed) for seed in range(4)] + [
+    (loop, 0.001, seed) for loop in ("asyncio", "uvloop") for seed in range(2)]
 
 
 @pytest.mark.parametrize("cap", [None, 1, 3])
-@pytest.mark.parametrize("seed", range(4))
-def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
+@pytest.mark.parametrize(("loop_name", "unit", "seed"), CASES)
+def test_random_operations_keep_every_invariant(make_scheduler, loop_name, unit, seed, cap):
+    if loop_name == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop is not installed")
+
     async def main():
         rng = random.Random(seed)
         loop = asyncio.get_running_loop()
@@ -39,7 +47,7 @@ def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
             peak = max(peak, active)
             try:
                 for _ in range(hold):
-                    await asyncio.sleep(0.5)
+                    await asyncio.sleep(0.5 * unit)
                 if hold == 3:
                     raise ValueError("a failing run")
                 return hold
@@ -62,7 +70,7 @@ def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
 
         def schedule_one():
             box = []
-            fut = s.schedule(rng.randrange(6), loop.time() + rng.choice([0, 0.5, 1, 2]),
+            fut = s.schedule(rng.randrange(6), loop.time() + unit * rng.choice([0, 0.5, 1, 2]),
                              rng.randint(-1, 1), rng.choice([body, plain]),
                              (box, rng.randrange(4)))
             box.append(fut)
@@ -78,14 +86,14 @@ def test_random_operations_keep_every_invariant(make_scheduler, seed, cap):
             elif op < 0.7 and futures:
                 rng.choice(futures).cancel()
             else:
-                await asyncio.sleep(rng.choice([0, 0.25, 0.5, 1]))
+                await asyncio.sleep(unit * rng.choice([0, 0.25, 0.5, 1]))
             s._check()
             assert cap is None or active <= cap
         await s.aclose(cancel_running=rng.random() < 0.5)
         s._check()
         return futures, started, peak, s.stats()
 
-    futures, started, peak, stats = run(main, VirtualTimeLoop)
+    futures, started, peak, stats = run(main, LOOPS[loop_name])
     assert all(f.done() for f in futures)
     # (task id, version) is not unique over time: the core forgets an id once
     # nothing of it is left, and numbers its next version from 1 again.

@@ -14,7 +14,7 @@ import pytest
 from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import Cron, Every, ThreadPoolScheduler
-from pysched.calendar import Event
+from pysched.calendar import Event, current_fire
 
 W0 = datetime(2025, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
 MINUTE = 60.0
@@ -74,6 +74,17 @@ def test_a_cron_series_fires_on_the_wall_clock(setup, clock):
     pool.close()
     assert other.cancelled
     assert [(e.series, e.kind, e.reason) for e in events][-1] == ("other", "stopped", "closed")
+
+
+def test_a_run_knows_its_fire_time(setup, clock):
+    pool, wall, events = setup
+    seen = []
+    pool.schedule_recurring("job", Cron("* * * * *"), 0, lambda: seen.append(current_fire()))
+    clock.wait_for_sleeper(30.0)
+    clock.advance(30.0)
+    clock.wait_for_sleeper(90.0)
+    assert [(f.fire_time, f.lateness, f.count) for f in seen] == [(W0 + 30, 0.0, 1)]
+    assert current_fire() is None
 
 
 def test_wall_clock_set_back_never_fires_a_fire_time_twice(setup, clock):

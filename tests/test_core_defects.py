@@ -188,33 +188,58 @@ def test_the_wait_is_finite_across_the_whole_range(impl, run_at, now):
     assert isinstance(wait, float) and wait > 0 and math.isfinite(wait)
 
 
-@pytest.mark.skipif(NO_EXTENSIONS, reason="the core's own allocations")
-def test_the_core_gives_memory_back_after_a_drain():
-    """Core: after 200,000 tasks drained to none it still held 22.7 of its 29.1 MB peak."""
+def allocations_left_after_a_drain(make, fill, drain):
+    """(bytes the core held at its peak, bytes it still holds once drained), by tracemalloc."""
     import tracemalloc
 
-    core = compiled_module()
-    n = 200_000
     tracemalloc.start()
     try:
-        s = core.Scheduler()
+        subject = make()
         base = tracemalloc.get_traced_memory()[0]
-        for i in range(n):
-            s.schedule(i, float(i % 1000), 0, noop)
+        fill(subject)
         peak = tracemalloc.get_traced_memory()[0] - base
-        drained = 0
-        while True:
-            task = s.next(now=1e9)
-            if task is None:
-                break
-            s.complete(task)
-            drained += 1
-        del task
+        drain(subject)
         gc.collect()
         left = tracemalloc.get_traced_memory()[0] - base
     finally:
         tracemalloc.stop()
-    assert drained == n and len(s) == 0
+    return peak, left
+
+
+@pytest.mark.skipif(NO_EXTENSIONS, reason="the core's own allocations")
+def test_the_core_gives_memory_back_after_a_drain():
+    """Core: after 200,000 tasks drained to none it still held 22.7 of its 29.1 MB peak."""
+    core = compiled_module()
+
+    def fill(s):
+        for i in range(200_000):
+            s.schedule(i, float(i % 1000), 0, noop)
+
+    def drain(s):
+        while (task := s.next(now=1e9)) is not None:
+            s.complete(task)
+        assert len(s) == 0 and s.stats()["completed"] == 200_000
+
+    peak, left = allocations_left_after_a_drain(core.Scheduler, fill, drain)
+    assert left < 0.10 * peak, f"{left} of a {peak}-byte peak kept"
+
+
+@pytest.mark.skipif(NO_EXTENSIONS, reason="the core's own allocations")
+def test_the_core_queue_gives_memory_back_after_a_drain():
+    """Core: the bounded queue's arrays, too, stayed at their peak size."""
+    core = compiled_module()
+
+    def fill(q):
+        for i in range(100_000):
+            q.push(i % 1000, i, key=i if i % 2 else None)
+
+    def drain(q):
+        while q:
+            q.pop()
+        q._check()
+
+    peak, left = allocations_left_after_a_drain(
+        lambda: core.StableBoundedPriorityQueue(100_000), fill, drain)
     assert left < 0.10 * peak, f"{left} of a {peak}-byte peak kept"
 
 

@@ -10,25 +10,16 @@ from typing import Any
 
 import pytest
 
-from pysched.pool.book import PoolBook, end_futures
+from pysched.pool.book import NoWakeups, PoolBook, end_futures
 from pysched.pool.future import TaskFuture
 from pysched.pool.recurring import Recurrence
 
 
-class Owner:
-    """FutureOwner and Wakeups that record what the book asked for."""
+class Owner(NoWakeups):
+    """FutureOwner and Wakeups that record the states the book moved to."""
 
     def __init__(self) -> None:
         self.states: list[str] = []
-
-    def pending_added(self, run_at: float, now: float) -> None:
-        pass
-
-    def pending_removed(self, run_at: float) -> None:
-        pass
-
-    def deadline_added(self, deadline: float) -> None:
-        pass
 
     def state_changed(self, state: str) -> None:
         self.states.append(state)

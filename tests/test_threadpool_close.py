@@ -367,3 +367,19 @@ def test_a_forked_child_exits_without_waiting_for_its_parents_pool_threads():
         print(os.waitstatus_to_exitcode(status))
     """)
     assert (child.returncode, child.stdout) == (0, "7\n"), child
+
+
+def test_a_closed_pool_is_freed_without_the_cycle_collector(impl):
+    import weakref
+
+    gc.disable()
+    try:
+        pool = pysched.ThreadPoolScheduler(2, _core_factory=impl.Scheduler)
+        assert pool.submit(abs, -1).result(WAIT) == 1
+        pool.schedule("t", 0.0, 0, abs, (-2,), timeout=60.0).result(WAIT)
+        assert pool.close(wait=True, timeout=WAIT)
+        parts = [weakref.ref(pool._pool), weakref.ref(pool._book), weakref.ref(pool._threads[0])]
+        del pool
+        assert [part() for part in parts] == [None, None, None]
+    finally:
+        gc.enable()

@@ -215,7 +215,8 @@ def test_sigterm_lets_running_tasks_finish_and_hands_back_the_rest(place: dict[s
                                                                    ) -> None:
     ids = [f"t{i}" for i in range(6)]
     schedule(place, "wc-hold", ids, place["log"], place["release"])
-    worker = start(place, "--max-workers", "2", "--grace", "600")
+    # Five claims at most (2 workers + prefetch 3): two run, three wait for a thread.
+    worker = start(place, "--max-workers", "2", "--prefetch", "3", "--grace", "600")
     wait_for(lambda: len(runs(place, "S")) == 2, TIMEOUT, "two tasks running")
     worker.send(signal.SIGTERM)
     worker.wait_line("received SIGTERM")
@@ -228,7 +229,8 @@ def test_sigterm_lets_running_tasks_finish_and_hands_back_the_rest(place: dict[s
     assert all(row["lease_owner"] is None for row in after.values()), after  # no lease left
     assert {i for i, row in after.items() if row["state"] == "completed"} == set(started)
     assert {i for i, row in after.items() if row["state"] == "pending"} == set(ids) - set(started)
-    assert "stopped after running 2 tasks (0 failed)" in worker.stderr()
+    assert "stopped after running 2 tasks (0 failed); 3 unstarted claims handed back" \
+        in worker.stderr()
 
     again = start(place, "--max-workers", "2")  # the handed-back rows run, and only they
     with store_of(place) as store:
@@ -340,6 +342,7 @@ def test_status_prints_counts_and_the_oldest_rows(place: dict[str, Any]) -> None
     (["worker", "--import", "m"], "required: --store"),
     (["worker", "--store", "x.db"], "required: --import"),
     (["worker", "--store", "x.db", "--import", "m", "--max-workers", "0"], "--max-workers"),
+    (["worker", "--store", "x.db", "--import", "m", "--prefetch", "-1"], "--prefetch"),
     (["worker", "--store", "x.db", "--import", "m", "--grace", "-1"], "--grace"),
     (["worker", "--store", "x.db", "--import", "m", "--grace", "nan"], "--grace"),
     (["worker", "--store", "x.db", "--import", "m", "--lease", "0"], "--lease"),

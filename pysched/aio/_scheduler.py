@@ -30,19 +30,26 @@ __all__ = ["AsyncScheduler"]
 # stored as it is, and the core checks it.
 _NO_ARGS: tuple[Any, ...] = ()
 
-_COUNTERS = ("scheduled", "completed", "failed", "cancelled", "replaced")
+# Counted here; "scheduled" and "completed" are the core's own counts (every
+# version is one core.schedule() call, every completed one a core.complete()),
+# which spares the two counts that every version would pay for.
+_COUNTERS = ("failed", "cancelled", "replaced")
 
 
 class _Counts:
-    """How versions ended so far: one int attribute per name in _COUNTERS."""
+    """How versions ended so far, besides completed: one int attribute per name in _COUNTERS."""
 
     __slots__ = _COUNTERS
 
     def __init__(self) -> None:
-        self.scheduled = self.completed = self.failed = self.cancelled = self.replaced = 0
+        self.failed = self.cancelled = self.replaced = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in _COUNTERS}
+    def as_dict(self, core: Any) -> dict[str, int]:
+        """Every count, "scheduled" and "completed" from ``core`` (None before binding)."""
+        stats = {"scheduled": 0, "completed": 0} if core is None else core.stats()
+        result = {"scheduled": stats["scheduled"], "completed": stats["completed"]}
+        result.update((name, getattr(self, name)) for name in _COUNTERS)
+        return result
 
 
 class AsyncScheduler:
@@ -141,7 +148,6 @@ class AsyncScheduler:
         fut._task_id = task_id
         fut._version = version
         fut._context = copy_context()
-        self._counts.scheduled += 1
         old = self._pending.get(task_id)
         self._pending[task_id] = fut
         if old is not None:  # the core has just replaced its version
@@ -258,7 +264,7 @@ class AsyncScheduler:
             "peak_running": self._peak,
             "max_concurrency": self._max_concurrency,
         }
-        result.update(self._counts.as_dict())
+        result.update(self._counts.as_dict(self._core))
         return result
 
     def __repr__(self) -> str:
@@ -267,9 +273,10 @@ class AsyncScheduler:
 
     def _check(self) -> None:
         """Assert the invariants of the package docstring (tests call this)."""
-        counts = self._counts
-        assert counts.scheduled == len(self._pending) + len(self._running) + (
-            counts.completed + counts.failed + counts.cancelled + counts.replaced), "ledger"
+        counts = self._counts.as_dict(self._core)
+        assert counts["scheduled"] == len(self._pending) + len(self._running) + (
+            counts["completed"] + counts["failed"] + counts["cancelled"] + counts["replaced"]
+        ), "ledger"
         cap = self._max_concurrency
         assert cap is None or len(self._running) <= cap, "cap"
         if self._core is not None:
@@ -309,7 +316,7 @@ class AsyncScheduler:
 
     def _has_begun(self, run: AsyncTaskFuture) -> bool:
         """Whether any code of a running (claimed) version has run."""
-        return run._aio is None or has_begun(run._coro)
+        return run is self._calling or run._aio is None or has_begun(run._coro)
 
     def _cancel_version(self, fut: AsyncTaskFuture, reason: str, msg: Any = None) -> bool:
         """Cancel the version of ``fut``, pending or running."""
@@ -330,10 +337,10 @@ class AsyncScheduler:
         if fut._stop_reason is None:
             fut._stop_reason = reason
             fut._stop_msg = msg
-        aio = fut._aio
-        if aio is None:  # its fn is being called: it ends cancelled once it returns
+        # Its fn is being called, or its Task is being made: it stops once that returns.
+        if fut is self._calling or fut._aio is None:
             return True
-        return aio.cancel(msg if msg is not None else reason)
+        return fut._aio.cancel(msg if msg is not None else reason)
 
     def _release(self, run: AsyncTaskFuture, reason: str, msg: Any = None) -> None:
         """End a claimed version that has not begun, as if it never was: it never will."""
@@ -423,21 +430,22 @@ class AsyncScheduler:
         """Call a claimed version's fn in its context; await what it returns in a Task."""
         task_id = task.task_id
         fut = self._pending.pop(task_id)
-        fut._task = task
-        fut._aio = None
         running = self._running
         running[task_id] = fut
         if len(running) > self._peak:
             self._peak = len(running)
-        context = fut._context
-        assert context is not None
+        context: Any = fut._context
         fut._context = None
+        # While its fn is called the version is _calling; only one that returns
+        # an awaitable gets the fields of a Task (_task, _aio, _coro).
         self._calling = fut
         try:
             result = context.run(task.fn)
             # inspect.isawaitable, with the common answers (a coroutine, None) first.
             if result.__class__ is CoroutineType or (result is not None and isawaitable(result)):
                 assert self._loop is not None
+                fut._task = task
+                fut._aio = None
                 fut._coro = result if result.__class__ is CoroutineType else None
                 # An eager task factory runs the first step in here (still "calling"),
                 # and may even end the version before create_task returns.
@@ -456,7 +464,7 @@ class AsyncScheduler:
             if running.get(task_id) is not fut:  # an eager first step ended it, then raised
                 raise
             del running[task_id]
-            self._end(fut, None, exc)
+            self._end(fut, task, None, exc, in_call=True)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 self._request_pump()  # what is due still runs if the loop goes on
                 raise
@@ -466,12 +474,10 @@ class AsyncScheduler:
         del running[task_id]
         if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
             fut._owner = None
-            fut._task = None
             self._core.complete(task)
-            self._counts.completed += 1
             fut.set_result(result)
         else:
-            self._end(fut, result, None)
+            self._end(fut, task, result, None, in_call=True)
 
     async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
         """The coroutine of a version's asyncio Task: await its result, then finish it.
@@ -489,7 +495,8 @@ class AsyncScheduler:
             exc, result = error, None
         running = self._running
         del running[fut._task_id]
-        self._end(fut, result, exc)
+        task, fut._task = fut._task, None
+        self._end(fut, task, result, exc, in_call=fut._aio is None)  # None: an eager first step
         fut._aio = fut._coro = None  # the Task holds the version's context
         if not running or self._drain_waiters:
             self._settle()
@@ -498,18 +505,20 @@ class AsyncScheduler:
         if exc is not None and isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise exc
 
-    def _end(self, fut: AsyncTaskFuture, result: Any, exc: BaseException | None) -> None:
-        """Finish a version that has left ``_running``: the core, the counters, its Future."""
+    def _end(self, fut: AsyncTaskFuture, task: Any, result: Any, exc: BaseException | None,
+             *, in_call: bool) -> None:
+        """Finish a version that has left ``_running``: the core, the counters, its Future.
+
+        ``task`` is its core Task; ``in_call`` says it ended without a Task
+        awaiting it (its fn returned or raised, or an eager first step ended it).
+        """
         fut._owner = None
-        task = fut._task
-        fut._task = None
-        if exc is None and fut._stop_reason is not None and fut._aio is None:
-            # A plain call asked to stop while it ran ends cancelled, as a
-            # Task cancelled in its last step does.
+        if exc is None and fut._stop_reason is not None and in_call:
+            # A call asked to stop while it ran ends cancelled, as a Task
+            # cancelled in its last step does.
             exc = asyncio.CancelledError()
         if exc is None:
             self._core.complete(task)
-            self._counts.completed += 1
             if not fut.done():
                 fut.set_result(result)
         elif isinstance(exc, asyncio.CancelledError):

@@ -10,6 +10,7 @@ the asyncio scheduler and the durable scheduler drive it.
 from ._readings import ClockWatch, Jump, Reading
 from .book import SeriesBook
 from .cron import Cron
+from .current import current_fire
 from .events import Event, EventHub, clock_jump_event
 from .every import Every
 from .handle import SeriesHandle
@@ -18,4 +19,4 @@ from .series import Decision, Fire, Series
 __all__ = ["ClockWatch", "Cron", "Decision", "Event", "EventHub", "Every", "Fire", "Jump",
            "Reading", "Series", "SeriesBook",
            "SeriesHandle",
-           "clock_jump_event"]
+           "clock_jump_event", "current_fire"]

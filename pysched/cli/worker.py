@@ -76,6 +76,9 @@ def add_parser(commands: Any) -> None:
                         " where @pysched.durable.task registers)")
     parser.add_argument("--max-workers", type=_positive_int, default=4, metavar="N",
                         help="tasks run at once (default: %(default)s)")
+    parser.add_argument("--prefetch", type=_count, default=None, metavar="N",
+                        help="tasks claimed ahead of a free worker (default: --max-workers);"
+                        " a claim takes up to max-workers + prefetch rows in one commit")
     parser.add_argument("--grace", type=_seconds, default=25.0, metavar="SECONDS",
                         help="how long running tasks may take to finish after the first"
                         " signal (default: %(default)s)")
@@ -120,8 +123,9 @@ def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
         return fail("worker", f"cannot open the store {where}: {first_line(exc)}")
     pool = ThreadPoolScheduler(args.max_workers, thread_name_prefix="pysched-worker")
     try:
-        sched = DurableScheduler(store, max_workers=args.max_workers, owner=args.owner,
-                                 lease=args.lease, registry=registry, executor=pool)
+        sched = DurableScheduler(store, max_workers=args.max_workers, prefetch=args.prefetch,
+                                 owner=args.owner, lease=args.lease, registry=registry,
+                                 executor=pool)
     except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
         pool.close()
         store.close()
@@ -265,14 +269,22 @@ def _load(modules: Sequence[str], registry_ref: str | None) -> TaskRegistry:
     return found
 
 
-def _positive_int(text: str) -> int:
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole(text, 1)
+
+
+def _count(text: str) -> int:
+    return _whole(text, 0)
 
 
 def _seconds(text: str) -> float:

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from concurrent.futures import CancelledError
 from concurrent.futures._base import RUNNING
+from functools import partial
 from typing import Any, Protocol
 
 from .._close_state import CLOSING, DRAINING, OPEN, check_transition
@@ -47,11 +47,10 @@ from .token import CANCELLED, CLOSED, TIMEOUT, TaskTimeout
 
 REPLACED = "replaced"
 EVICTED = "evicted"
-_NOT_STARTED = CancelledError("cancelled after it was claimed, before it started")
 LATE_BATCH = 256  # lateness samples buffered before they are fed to the reservoir
 
-__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "PoolBook", "Wakeups",
-           "end_futures"]
+__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "NoWakeups", "PoolBook",
+           "Wakeups", "end_futures"]
 
 
 class Wakeups(Protocol):
@@ -89,7 +88,9 @@ class PoolBook:
         self.peak = 0
         self.counts = Counters()
         self.lateness = LatenessReservoir(lateness_samples)
-        self.deadlines = Deadlines(self._is_running)
+        # Not a bound method of the book: the book and its parts make no reference
+        # cycle, so a closed pool is freed as soon as nobody holds it.
+        self.deadlines = Deadlines(partial(_is_running, self.running))
         self.refusal: Callable[[str], BaseException] = SchedulerClosed
 
     # -- adding work ----------------------------------------------------------
@@ -228,7 +229,7 @@ class PoolBook:
         self.claimed -= 1
         counts = self.counts
         if not started:
-            self.core.fail(task, _NOT_STARTED)
+            self.core.release(task)  # finished as cancelled: it never ran
             if fut._cancel_reason == REPLACED:
                 counts.replaced += 1
             else:
@@ -289,9 +290,6 @@ class PoolBook:
             return exc
         return None
 
-    def _is_running(self, fut: TaskFuture, run_no: int) -> bool:
-        return self.running.get(fut.task_id) is fut and fut._run_no == run_no
-
     def expired(self, now: float) -> list[TaskFuture]:
         """Mark the running versions whose timeout passed at ``now``, and return them."""
         runs = self.deadlines.pop_expired(now)
@@ -305,9 +303,7 @@ class PoolBook:
                      ended: list[TaskFuture], bound_knows: bool = True) -> None:
         """Cancel the pending version of ``task_id`` (whose Future is ``fut``) in the core."""
         del self.pending[task_id]
-        # The core also flags a running version of the id: harmless, the pool
-        # keeps its own tokens.
-        self.core.cancel(task_id)
+        self.core.cancel_pending(task_id)  # a running version of the id runs on untouched
         if self.tracked and bound_knows:
             self.bound.discard(task_id)  # type: ignore[union-attr]
         self.wakeups.pending_removed(fut._run_at)
@@ -421,6 +417,26 @@ class PoolBook:
             if run._series is not None:
                 self._end_claimed(run, CLOSED, ended)
         self.maybe_drained()
+
+
+class NoWakeups:
+    """The Wakeups of a book whose owner is gone: nothing left to wake."""
+
+    def pending_added(self, run_at: float, now: float) -> None:
+        pass
+
+    def pending_removed(self, run_at: float) -> None:
+        pass
+
+    def deadline_added(self, deadline: float) -> None:
+        pass
+
+    def state_changed(self, state: str) -> None:
+        pass
+
+
+def _is_running(running: dict[Hashable, TaskFuture], fut: TaskFuture, run_no: int) -> bool:
+    return running.get(fut.task_id) is fut and fut._run_no == run_no
 
 
 class _Resolve:

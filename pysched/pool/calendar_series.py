@@ -23,6 +23,7 @@ from typing import Any
 
 from .._validate import check_capacity
 from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
+from ..calendar.current import CURRENT_FIRE
 from ..calendar.handle import fire_datetimes
 from .book import REPLACED
 from .future import TaskFuture
@@ -119,10 +120,12 @@ class CalendarRecurrence(Recurrence):
         if not start:
             return
         failed = True
+        context = CURRENT_FIRE.set(decision.start)
         try:
             self.fn(*self.args, **self.kwargs)
             failed = False
         finally:
+            CURRENT_FIRE.reset(context)
             with calendar.lock:
                 ended = series.finished(calendar.read(), failed)
             calendar.hub.emit(ended)

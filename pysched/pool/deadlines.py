@@ -4,8 +4,9 @@ Lazy deletion: a task that finishes before its deadline leaves its entry in
 the heap, stale; an entry is live while its future's run number still matches
 and the scheduler still runs it. Stale entries are dropped when they reach the
 root, and all at once by a rebuild as soon as they outnumber the live ones
-(above REBUILD_FLOOR entries), so the heap holds at most
-``max(2 * live, REBUILD_FLOOR)`` entries; ``live`` is at most max_workers.
+(above REBUILD_FLOOR entries), and all at once when none is live, so the
+heap holds at most ``max(2 * live, REBUILD_FLOOR)`` entries (none once no
+run is timed); ``live`` is at most max_workers.
 The owner calls everything under its lock.
 """
 
@@ -45,7 +46,9 @@ class Deadlines:
         """One tracked run ended before its deadline: its entry turns stale."""
         self._live -= 1
         heap = self._heap
-        if len(heap) > REBUILD_FLOOR and len(heap) > 2 * self._live:
+        if not self._live:  # every entry is stale: drop them, and the futures they hold
+            heap.clear()
+        elif len(heap) > REBUILD_FLOOR and len(heap) > 2 * self._live:
             is_live = self._is_live
             heap[:] = [entry for entry in heap if is_live(entry[2], entry[3])]
             heapify(heap)
@@ -64,4 +67,6 @@ class Deadlines:
             if is_live(future, run_no):
                 self._live -= 1
                 expired.append(future)
+        if not self._live:
+            heap.clear()
         return expired

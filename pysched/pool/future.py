@@ -41,6 +41,7 @@ import threading
 import types
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import CancelledError, Future, InvalidStateError
+from concurrent.futures import TimeoutError as FutureTimeout  # not the builtin one on 3.10
 from concurrent.futures._base import (
     CANCELLED,
     CANCELLED_AND_NOTIFIED,
@@ -179,7 +180,7 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         if self._state in _CANCELLED:
             raise CancelledError()
         if self._state != FINISHED:
-            raise TimeoutError()
+            raise FutureTimeout()
 
     def set_result(self, result: Any) -> None:
         """As ``Future.set_result``: for Futures made by hand (the pool resolves its own)."""

@@ -53,12 +53,13 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING
 from .._validate import check_time
-from .book import CANCELLED, CLOSED, TIMEOUT, PoolBook, end_futures
+from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups, PoolBook, end_futures
 from .clocks import Waiter
 from .future import TaskFuture
 from .token import CancelToken, _current_run, run_callbacks
@@ -133,15 +134,8 @@ class PoolThreads:
 
     def watch_owner(self, owner: Any) -> None:
         """Drain and let the threads exit once ``owner`` is no longer referenced."""
-        self._owner_ref = weakref.ref(owner, self._owner_gone)
-
-    def _owner_gone(self, _: Any) -> None:
-        # The collector may run this on a thread that holds our lock: never block on it.
-        if self.lock.acquire(blocking=False):
-            self.lock.release()
-            self.drain()
-        else:
-            threading.Thread(target=self.drain, name=f"{self.prefix}-drain", daemon=True).start()
+        # The callback holds this object weakly too: no reference cycle through it.
+        self._owner_ref = weakref.ref(owner, partial(_owner_gone, weakref.ref(self)))
 
     # -- the book's Wakeups (called under the lock) -------------------------------------
 
@@ -434,6 +428,7 @@ class PoolThreads:
             if self.book.state is not CLOSING:  # a thread died early: still end closed
                 self.book.state = CLOSING
             self.book.set_state(STATE_CLOSED)
+            self.book.wakeups = NoWakeups()  # no cycle between the book and this object
             _live.discard(self)
         self.closed_cv.notify_all()
 
@@ -491,6 +486,19 @@ class PoolThreads:
                      exc_info=reading)
         self.close(cancel_running=False)  # pool threads read the clock outside the lock
         return last
+
+
+def _owner_gone(pool_ref: weakref.ref[PoolThreads], _: Any) -> None:
+    """A pool's scheduler was collected: drain the pool, so that its threads exit."""
+    pool = pool_ref()
+    if pool is None:
+        return
+    # The collector may run this on a thread that holds the pool's lock: never block on it.
+    if pool.lock.acquire(blocking=False):
+        pool.lock.release()
+        pool.drain()
+    else:
+        threading.Thread(target=pool.drain, name=f"{pool.prefix}-drain", daemon=True).start()
 
 
 def _run_timeout_callbacks(callbacks: list[Callable[[], Any]]) -> None:
