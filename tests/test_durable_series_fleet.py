@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE / "durable"))
 
 import series_worker  # noqa: E402 - registers "series-record"
 
-LEASE = 2.0
+LEASE = 3.0  # seconds: a starved but live worker must not lose its lease
 
 
 def start_worker(target: str, table: str, out: Path, run: float) -> subprocess.Popen[str]:
