@@ -311,6 +311,22 @@ def test_sigkill_then_restart_loses_nothing(place: dict[str, Any]) -> None:
             assert begin >= end, f"{task_id} ran twice at once: {spans}"
 
 
+def test_queue_limits_the_worker_to_the_queues_it_names(place: dict[str, Any]) -> None:
+    with store_of(place) as store:
+        store.schedule([durable.NewTask(task_id, 0.0, 0, "wc-quick",
+                                        json.dumps({"args": [place["log"]], "kwargs": {}}),
+                                        queue)
+                        for task_id, queue in [("m1", "mail"), ("d1", "default"),
+                                               ("r1", "reports"), ("m2", "mail")]])
+    worker = start(place, "--queue", "mail", "--queue", "reports")
+    assert "queues mail, reports: tasks wc-hold, wc-quick, wc-stubborn" in worker.stderr()
+    wait_for(lambda: len(runs(place, "E")) == 3, TIMEOUT, "the mail and reports tasks run")
+    worker.send(signal.SIGTERM)
+    assert worker.wait() == 0, worker.stderr()
+    assert sorted(r.task_id for r in runs(place, "S")) == ["m1", "m2", "r1"]
+    assert rows(place, ["d1"])["d1"]["state"] == "pending"  # left for a worker of its queue
+
+
 def test_status_prints_counts_and_the_oldest_rows(place: dict[str, Any]) -> None:
     with store_of(place) as store:
         store.schedule([durable.NewTask(f"p{i}", 1000.0 + i, 0, "wc-quick", '{"args":[],'
@@ -322,6 +338,7 @@ def test_status_prints_counts_and_the_oldest_rows(place: dict[str, Any]) -> None
     assert as_json.wait() == 0, as_json.stderr()
     status = json.loads(as_json.out)
     assert status["counts"] == {"pending": 3, "running": 1}
+    assert status["queues"] == {"default": {"pending": 3, "running": 1}}
     assert [r["task_id"] for r in status["oldest_pending"]] == ["p1", "p2"]
     assert [(r["task_id"], r["lease_owner"]) for r in status["oldest_running"]] == \
         [("p0", "node-x")]
@@ -335,6 +352,7 @@ def test_status_prints_counts_and_the_oldest_rows(place: dict[str, Any]) -> None
     assert re.search(r"pending +3\n", text.out) and re.search(r"total +4\n", text.out)
     assert "1970-01-01 00:16:41 UTC" in text.out  # p1's run_at
     assert "node-x" in text.out and "expires in" in text.out
+    assert re.search(r"default +running +1\n", text.out)
 
 
 @pytest.mark.parametrize(("args", "complaint"), [
@@ -343,6 +361,8 @@ def test_status_prints_counts_and_the_oldest_rows(place: dict[str, Any]) -> None
     (["worker", "--store", "x.db"], "required: --import"),
     (["worker", "--store", "x.db", "--import", "m", "--max-workers", "0"], "--max-workers"),
     (["worker", "--store", "x.db", "--import", "m", "--prefetch", "-1"], "--prefetch"),
+    (["worker", "--store", "x.db", "--import", "m", "--queue", ""], "--queue"),
+    (["worker", "--store", "x.db", "--import", "m", "--queue", "a\x00b"], "--queue"),
     (["worker", "--store", "x.db", "--import", "m", "--grace", "-1"], "--grace"),
     (["worker", "--store", "x.db", "--import", "m", "--grace", "nan"], "--grace"),
     (["worker", "--store", "x.db", "--import", "m", "--lease", "0"], "--lease"),

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..durable import REGISTRY, DurableScheduler, TaskRegistry, open_store
+from ..durable.store import check_key
 from ..threadpool import ThreadPoolScheduler
 from ._common import (
     ExitCode,
@@ -74,6 +75,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--registry", metavar="MODULE:NAME",
                         help="the TaskRegistry to run from (default: pysched.durable.REGISTRY,"
                         " where @pysched.durable.task registers)")
+    parser.add_argument("--queue", dest="queues", action="append", type=_queue_name,
+                        metavar="NAME", help="a queue to claim from (repeatable; default: every"
+                        " queue)")
     parser.add_argument("--max-workers", type=_positive_int, default=4, metavar="N",
                         help="tasks run at once (default: %(default)s)")
     parser.add_argument("--prefetch", type=_count, default=None, metavar="N",
@@ -124,15 +128,16 @@ def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
     pool = ThreadPoolScheduler(args.max_workers, thread_name_prefix="pysched-worker")
     try:
         sched = DurableScheduler(store, max_workers=args.max_workers, prefetch=args.prefetch,
-                                 owner=args.owner, lease=args.lease, registry=registry,
-                                 executor=pool)
+                                 owner=args.owner, lease=args.lease, queues=args.queues,
+                                 registry=registry, executor=pool)
     except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
         pool.close()
         store.close()
         return fail("worker", f"cannot start on the store {where}: {first_line(exc)}")
-    log.info("worker %s serving %s (table %s): tasks of %s, %d at once; on SIGTERM or SIGINT"
+    log.info("worker %s serving %s (table %s), %s: %s, %d at once; on SIGTERM or SIGINT"
              " running tasks get %s s to finish", sched.owner, where, args.table,
-             ", ".join(args.modules), args.max_workers, _num(args.grace))
+             "every queue" if args.queues is None else "queues " + ", ".join(args.queues),
+             _served(registry), args.max_workers, _num(args.grace))
     first = inbox.next(None)
     status = _drain(sched, pool, inbox, first, args)
     if status is ExitCode.ABANDONED:
@@ -277,6 +282,25 @@ def _whole(text: str, least: int) -> int:
     if value < least:
         raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
     return value
+
+
+def _served(registry: TaskRegistry) -> str:
+    """The task names a worker with ``registry`` claims, for its start-up line."""
+    serves = registry.serves()
+    names = sorted(serves.names)
+    text = f"tasks {', '.join(names)}" if names else "no registered tasks"
+    modules = sorted({p.rstrip(":.") for p in serves.prefixes})
+    return text + (f" and functions of {', '.join(modules)}" if modules else "")
+
+
+def _queue_name(text: str) -> str:
+    try:
+        name = check_key(text, "queue")
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not name:
+        raise argparse.ArgumentTypeError("a queue name cannot be empty")
+    return name
 
 
 def _positive_int(text: str) -> int:
