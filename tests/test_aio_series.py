@@ -1,0 +1,434 @@
+"""AsyncScheduler.schedule_recurring: calendar and interval series on the event loop.
+
+Most tests run on the virtual-time loop, whose clock (``loop.time()``) is the
+monotonic one; the wall clock reads ``W0 + loop.time() + offset`` and a test
+moves ``offset`` to set it back, forward, or to suspend the machine (the
+monotonic clock stands still while the wall clock goes on). The last tests run
+on asyncio's loop and uvloop, in real time, with short periods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from datetime import datetime, timezone
+
+import pytest
+from aio_helpers import (  # noqa: F401  (fixtures)
+    VirtualTimeLoop,
+    loop_factory_fixture,
+    make_scheduler_fixture,
+    run,
+)
+
+from pysched import Cron, Every
+from pysched.aio.series import FireKey
+from pysched.calendar import current_fire
+
+W0 = datetime(2026, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
+MINUTE = 60.0
+HOUR = 3600.0
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+class Wall:
+    """The fake wall clock: W0 at the loop's start, moved by ``offset``."""
+
+    def __init__(self, start: float = W0) -> None:
+        self.offset = 0.0
+        self.start = start
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.base = 0.0
+
+    def __call__(self) -> float:
+        if self.loop is None:  # the scheduler reads it once when it is made
+            self.loop = asyncio.get_running_loop()
+            self.base = self.loop.time()
+        return self.start + self.loop.time() - self.base + self.offset
+
+
+class Runs:
+    """A series' function: records (fire time, wall, loop time, request id) at each start."""
+
+    def __init__(self, wall: Wall, *, coro: bool = True, sleep: float = 0.0) -> None:
+        self.wall = wall
+        self.coro = coro
+        self.sleep = sleep
+        self.starts: list[tuple[float, float, float, str]] = []
+
+    def _record(self) -> None:
+        fire = current_fire()
+        assert fire is not None
+        assert self.wall.loop is not None
+        self.starts.append((fire.fire_time, self.wall(), self.wall.loop.time(), request_id.get()))
+
+    def __call__(self):
+        self._record()
+        if not self.coro:
+            return None
+        return self._body()
+
+    async def _body(self) -> None:
+        await asyncio.sleep(self.sleep)
+
+    @property
+    def fires(self) -> list[float]:
+        return [fire for fire, *_ in self.starts]
+
+
+def at(hh: int, mm: int, day: int = 1) -> float:
+    return datetime(2026, 1, day, hh, mm, tzinfo=timezone.utc).timestamp()
+
+
+def on_virtual(main):
+    return run(main, VirtualTimeLoop)
+
+
+def test_an_every_series_fires_at_start_plus_k_periods_without_drift(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        runs = Runs(wall, sleep=3.3)  # each run takes a while: the next must not move
+        t0 = asyncio.get_running_loop().time()
+        s.schedule_recurring("tick", Every(7.1), 0, runs)
+        await asyncio.sleep(7.1 * 40 + 1)
+        await s.aclose()
+        return t0, runs
+
+    t0, runs = on_virtual(main)
+    assert runs.fires == [t0 + k * 7.1 for k in range(1, 41)]
+    assert [mono for _, _, mono, _ in runs.starts] == runs.fires  # started at its instant
+
+
+def test_a_cron_series_fires_on_the_wall_clock_never_before_its_instant(make_scheduler):
+    async def main():
+        wall = Wall(start=at(0, 59) + 59.5)
+        s = make_scheduler(wall_clock=wall)
+        runs = Runs(wall, coro=False)
+        handle = s.schedule_recurring("hourly", Cron("0 * * * *"), 0, runs)
+        upcoming = handle.next_fire_times(3)
+        await asyncio.sleep(3 * HOUR)
+        await s.aclose()
+        return runs, upcoming
+
+    runs, upcoming = on_virtual(main)
+    assert upcoming == [datetime(2026, 1, 1, h, tzinfo=timezone.utc) for h in (1, 2, 3)]
+    assert runs.fires == [at(1, 0), at(2, 0), at(3, 0)]
+    for fire, wall_then, _, _ in runs.starts:
+        assert fire <= wall_then < fire + 1.0
+
+
+def test_a_wall_clock_set_back_never_fires_a_fire_time_twice(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        runs = Runs(wall)
+        s.schedule_recurring("ten", Cron("*/10 * * * *"), 0, runs)
+        await asyncio.sleep(10 * MINUTE)  # runs 00:10
+        wall.offset -= HOUR  # now 23:10 the day before
+        await asyncio.sleep(2 * HOUR)
+        await s.aclose()
+        return runs, events, s.stats()["series_events"]
+
+    runs, events, stats = on_virtual(main)
+    assert len(set(runs.fires)) == len(runs.fires) == 7  # 00:10, then 00:20 .. 01:10
+    assert runs.fires == sorted(runs.fires) and runs.fires[0] == at(0, 10)
+    assert runs.fires[-1] == at(1, 10)
+    assert all(fire <= wall_then for fire, wall_then, _, _ in runs.starts)
+    jumps = [e for e in events if e.kind == "clock_jump"]
+    assert [(e.reason, e.lateness) for e in jumps] == [("set_back", -HOUR)]
+    assert stats["clock_jump.set_back"] == 1
+
+
+def test_a_wall_clock_set_back_while_a_run_waits_for_a_slot_delays_it_to_its_instant(
+        make_scheduler):
+    async def main():
+        wall = Wall(start=at(0, 9) + 30)
+        s = make_scheduler(max_concurrency=1, wall_clock=wall)
+        runs = Runs(wall)
+        s.schedule_in("hog", 0, 0, asyncio.sleep, (60,))  # the only slot, until 00:10:30
+        s.schedule_recurring("ten", Cron("*/10 * * * *"), 0, runs)
+        await asyncio.sleep(45)  # 00:10:15: the fire time of 00:10 is decided and waits
+        assert runs.starts == []
+        wall.offset -= 30 * MINUTE  # 23:40:15 the day before
+        await asyncio.sleep(31 * MINUTE)
+        await s.aclose()
+        return runs
+
+    runs = on_virtual(main)
+    assert runs.fires == [at(0, 10)]
+    fire, wall_then, _, _ = runs.starts[0]
+    assert fire <= wall_then < fire + 1.0  # it waited for its instant again
+
+
+def suspended(make_scheduler, catch_up):
+    """A series every 10 minutes that ran at 00:10, then a 3-hour suspend at 00:10:05."""
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        runs = Runs(wall)
+        s.schedule_recurring("ten", Cron("*/10 * * * *"), 0, runs, catch_up=catch_up)
+        await asyncio.sleep(10 * MINUTE - 25)
+        assert runs.fires == [at(0, 10)]
+        wall.offset += 3 * HOUR  # the monotonic clock stands still while suspended
+        await asyncio.sleep(2 * MINUTE)  # woken by the book's next look at the clocks
+        await s.aclose()
+        return runs, [e for e in events if e.series == "ten" and e.kind != "stopped"], \
+            [e for e in events if e.kind == "clock_jump"], s.stats()["series_events"]
+
+    return on_virtual(main)
+
+
+JUMPED = [at(0, 20) + k * 10 * MINUTE for k in range(18)]  # 00:20 .. 03:10
+
+
+@pytest.mark.parametrize("catch_up", ["none", "latest", "all"])
+def test_a_three_hour_suspend_follows_the_catch_up_policy_with_events(make_scheduler, catch_up):
+    runs, events, jumps, stats = suspended(make_scheduler, catch_up)
+    assert [(e.reason, e.lateness) for e in jumps] == [("set_forward", 3 * HOUR)]
+    assert all(e.reason == "clock_jump" for e in events)
+    if catch_up == "none":
+        assert runs.fires == [at(0, 10)]
+        assert [(e.kind, e.fire_time, e.count, e.last_fire_time) for e in events] == [
+            ("skipped", JUMPED[0], 18, JUMPED[-1])]
+        assert stats["skipped_fire_times"] == 18
+    elif catch_up == "latest":
+        assert runs.fires == [at(0, 10), JUMPED[-1]]
+        assert [(e.kind, e.fire_time, e.count) for e in events] == [
+            ("coalesced", JUMPED[0], 17), ("late", JUMPED[-1], 18)]
+        assert stats["coalesced_fire_times"] == 17 and stats["late"] == 1
+    else:
+        assert runs.fires == [at(0, 10)] + JUMPED
+        assert [(e.kind, e.fire_time) for e in events] == [("late", f) for f in JUMPED]
+        assert stats["late.clock_jump"] == 18
+    # every run after the wake-up started at or after its wall instant
+    assert all(fire <= wall_then for fire, wall_then, _, _ in runs.starts)
+
+
+def test_cancel_ends_the_series_and_says_so(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        runs = Runs(wall)
+        handle = s.schedule_recurring("tick", Every(10), 0, runs)
+        await asyncio.sleep(25)
+        first = handle.cancel()
+        again = handle.cancel()
+        await asyncio.sleep(100)
+        state = (first, again, handle.cancelled, handle.next_fire_times(2), s.stats())
+        await s.aclose()
+        return runs, events, state
+
+    runs, events, (first, again, cancelled, upcoming, stats) = on_virtual(main)
+    assert len(runs.fires) == 2 and first and not again and cancelled and upcoming == []
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "cancelled")]
+    assert stats["pending"] == stats["running"] == 0
+
+
+def test_a_replacement_by_task_id_replaces_the_whole_series(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        old, new = Runs(wall), Runs(wall)
+        old_handle = s.schedule_recurring("job", Every(10), 0, old)
+        await asyncio.sleep(15)
+        new_handle = s.schedule_recurring("job", Cron("* * * * *"), 0, new)
+        await asyncio.sleep(3 * MINUTE)
+        state = (old_handle.cancelled, new_handle.cancelled, old_handle.cancel())
+        await s.aclose()
+        return old, new, events, state
+
+    old, new, events, (old_gone, new_gone, cancelled_again) = on_virtual(main)
+    assert len(old.fires) == 1 and old_gone and not cancelled_again
+    assert new.fires == [at(0, 1), at(0, 2), at(0, 3)] and not new_gone
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "replaced"),
+                                                     ("stopped", "closed")]
+
+
+def test_pause_skips_what_comes_due_and_resume_goes_on_from_now(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        runs = Runs(wall)
+        t0 = asyncio.get_running_loop().time()
+        handle = s.schedule_recurring("tick", Every(10), 0, runs)
+        await asyncio.sleep(15)
+        handle.pause()
+        paused = handle.paused
+        await asyncio.sleep(30)  # 20, 30, 40 come due while paused
+        handle.resume()
+        await asyncio.sleep(20)
+        await s.aclose()
+        return t0, runs, events, paused
+
+    t0, runs, events, paused = on_virtual(main)
+    assert paused
+    assert runs.fires == [t0 + 10, t0 + 50, t0 + 60]
+    skipped = [(e.kind, e.reason, e.fire_time, e.count) for e in events if e.kind == "skipped"]
+    assert skipped == [("skipped", "paused", t0 + 20, 3)]
+
+
+def test_overlap_skip_with_a_slow_coroutine(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        runs = Runs(wall, sleep=25)  # longer than two periods
+        t0 = asyncio.get_running_loop().time()
+        s.schedule_recurring("slow", Every(10), 0, runs, overlap="skip")
+        await asyncio.sleep(75)
+        seen, stats = list(events), s.stats()["series_events"]
+        await s.aclose()
+        return t0, runs, seen, stats
+
+    t0, runs, events, stats = on_virtual(main)
+    assert runs.fires == [t0 + 10, t0 + 40, t0 + 70]
+    skipped = [(e.reason, e.fire_time, e.count) for e in events if e.kind == "skipped"]
+    assert skipped == [("overlap", t0 + 20, 2), ("overlap", t0 + 50, 2)]
+    assert stats["skipped.overlap"] == 2 and stats["skipped_fire_times"] == 4
+
+
+def test_a_failing_run_is_an_event_and_on_error_stop_ends_the_series(make_scheduler):
+    def boom():
+        raise ValueError("boom")
+
+    async def main():
+        s = make_scheduler(wall_clock=Wall())
+        events = []
+        s.add_listener(events.append)
+        goes_on = s.schedule_recurring("goes-on", Every(10), 0, boom)
+        stops = s.schedule_recurring("stops", Every(10), 0, boom, on_error="stop")
+        await asyncio.sleep(35)
+        state = (goes_on.cancelled, stops.cancelled)
+        await s.aclose()
+        return events, state
+
+    events, (goes_on_ended, stops_ended) = on_virtual(main)
+    assert not goes_on_ended and stops_ended
+    failed = [(e.series, e.reason) for e in events if e.kind == "failed"]
+    assert failed.count(("goes-on", "error")) == 3 and failed.count(("stops", "error")) == 1
+    assert ("stops", "stopped", "error") in [(e.series, e.kind, e.reason) for e in events]
+
+
+def test_a_run_waiting_for_a_slot_when_its_series_ends_is_reported(make_scheduler):
+    async def main():
+        s = make_scheduler(max_concurrency=1, wall_clock=Wall())
+        events = []
+        s.add_listener(events.append)
+        runs = Runs(Wall())
+        s.schedule_in("hog", 0, 0, asyncio.sleep, (60,))
+        handle = s.schedule_recurring("tick", Every(10), 0, runs)
+        await asyncio.sleep(15)  # its fire time of 10 waits for the slot
+        handle.cancel()
+        await asyncio.sleep(60)
+        await s.aclose()
+        return runs, events
+
+    runs, events = on_virtual(main)
+    assert runs.starts == []
+    assert [(e.kind, e.reason, e.count) for e in events] == [
+        ("stopped", "cancelled", 0), ("skipped", "cancelled", 1)]
+
+
+def test_close_skips_a_run_not_started_and_stops_every_series(make_scheduler):
+    async def main():
+        s = make_scheduler(max_concurrency=1, wall_clock=Wall())
+        events = []
+        s.add_listener(events.append)
+        s.schedule_in("hog", 0, 0, asyncio.sleep, (60,))
+        s.schedule_recurring("a", Every(10), 0, Runs(Wall()))
+        s.schedule_recurring("b", Cron("* * * * *"), 0, Runs(Wall()))
+        await asyncio.sleep(15)
+        await s.aclose()
+        return events
+
+    events = on_virtual(main)
+    assert sorted((e.series, e.kind, e.reason) for e in events) == [
+        ("a", "skipped", "closed"), ("a", "stopped", "closed"), ("b", "stopped", "closed")]
+
+
+def test_bad_input_names_the_argument_and_adds_nothing(make_scheduler):
+    async def main():
+        s = make_scheduler(wall_clock=Wall())
+        cases = [((1, "every 10", 0, print), TypeError, "trigger"),
+                 ((1, Every(10), "high", print), TypeError, "priority"),
+                 ((1, Every(10), 0, "print"), TypeError, "fn"),
+                 (([], Every(10), 0, print), TypeError, "task_id")]
+        for args, error, name in cases:
+            with pytest.raises(error, match=name):
+                s.schedule_recurring(*args)
+        for option, value in [("catch_up", "some"), ("overlap", "never"), ("on_error", "x"),
+                              ("misfire_grace", -1)]:
+            with pytest.raises(ValueError, match=option):
+                s.schedule_recurring(1, Every(10), 0, print, **{option: value})
+        await asyncio.sleep(100)
+        stats = s.stats()
+        await s.aclose()
+        return stats
+
+    stats = on_virtual(main)
+    assert stats["scheduled"] == 0 and stats["series_events"] == {}
+    with pytest.raises(TypeError, match="wall_clock"):
+        make_scheduler(wall_clock="time")
+
+
+def test_a_series_and_a_one_shot_of_the_same_id_do_not_replace_each_other(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        runs = Runs(wall)
+        s.schedule_recurring("job", Every(10), 0, runs)
+        once = s.schedule_in("job", 15, 0, str.upper, ("once",))
+        await asyncio.sleep(25)
+        result = await once
+        await s.aclose()
+        return runs, result
+
+    runs, result = on_virtual(main)
+    assert result == "ONCE" and len(runs.fires) == 2
+    assert FireKey("job") != "job"
+
+
+# -- real loops: asyncio's and uvloop ---------------------------------------------------------
+
+@pytest.mark.parametrize("coro", [True, False], ids=["coroutine", "callable"])
+def test_runs_see_the_callers_context_and_their_fire_on_each_loop(make_scheduler, loop_factory,
+                                                                  coro):
+    async def main():
+        wall = Wall(start=at(0, 0) + 59.97)  # the cron's next second is 30 ms away
+        s = make_scheduler(wall_clock=wall)
+        every, cron = Runs(wall, coro=coro), Runs(wall, coro=coro)
+        done = asyncio.Event()
+        s.add_listener(lambda event: None)
+        request_id.set("caller")
+        s.schedule_recurring("every", Every(0.01), 0, every)
+        s.schedule_recurring("cron", Cron("* * * * * *"), 0, cron)  # every second
+        request_id.set("changed later")
+
+        async def until_enough():
+            while len(every.starts) < 3 or not cron.starts:
+                await asyncio.sleep(0.005)
+            done.set()
+
+        await until_enough()
+        await s.aclose()
+        return every, cron
+
+    every, cron = run(main, loop_factory)
+    assert {rid for *_, rid in every.starts + cron.starts} == {"caller"}
+    fires = every.fires[:3]
+    assert fires == sorted(set(fires))
+    assert all(fire <= mono for fire, _, mono, _ in every.starts)  # never early
+    fire, wall_then, _, _ = cron.starts[0]
+    assert fire == at(0, 1) and fire <= wall_then
