@@ -432,3 +432,27 @@ def test_runs_see_the_callers_context_and_their_fire_on_each_loop(make_scheduler
     assert all(fire <= mono for fire, _, mono, _ in every.starts)  # never early
     fire, wall_then, _, _ = cron.starts[0]
     assert fire == at(0, 1) and fire <= wall_then
+
+
+def test_a_coroutine_run_released_before_its_first_step_runs_nothing(make_scheduler):
+    async def main():
+        s = make_scheduler(wall_clock=Wall())
+        events = []
+        s.add_listener(events.append)
+        ran = []
+
+        async def tick():
+            ran.append(current_fire())
+
+        t0 = asyncio.get_running_loop().time()
+        s.schedule_recurring("tick", Every(10), 1, tick)
+        # due with the fire time, after it (a lower priority): its Task exists, unstarted
+        s.schedule("closer", t0 + 10, 0, s.close)
+        await asyncio.sleep(30)
+        await s.aclose()
+        return ran, events
+
+    ran, events = on_virtual(main)
+    assert ran == []
+    assert sorted((e.kind, e.reason) for e in events) == [("skipped", "closed"),
+                                                          ("stopped", "closed")]

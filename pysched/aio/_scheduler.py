@@ -20,8 +20,8 @@ from .. import _impl
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN, check_transition
 from .._errors import SchedulerClosed
-from ..calendar import Cron, Event, Every, SeriesHandle
 from .._validate import check_capacity, check_hashable, check_time
+from ..calendar import Cron, Event, Every, SeriesHandle
 from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
