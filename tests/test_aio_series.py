@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -456,3 +457,30 @@ def test_a_coroutine_run_released_before_its_first_step_runs_nothing(make_schedu
     assert ran == []
     assert sorted((e.kind, e.reason) for e in events) == [("skipped", "closed"),
                                                           ("stopped", "closed")]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="eager tasks came in Python 3.12")
+def test_an_eager_task_factory_runs_each_fire_once_in_the_callers_context(make_scheduler):
+    def new_loop():
+        loop = VirtualTimeLoop()
+        loop.set_task_factory(asyncio.eager_task_factory)
+        return loop
+
+    async def main():
+        wall = Wall(start=at(0, 0) + 30)
+        s = make_scheduler(wall_clock=wall)
+        seen = []
+
+        async def tick():
+            seen.append((current_fire().fire_time, wall(), request_id.get()))
+            await asyncio.sleep(1)
+
+        request_id.set("caller")
+        s.schedule_recurring("cron", Cron("* * * * *"), 0, tick)
+        await asyncio.sleep(3 * MINUTE)
+        await s.aclose()
+        return seen
+
+    seen = run(main, new_loop)
+    assert [fire for fire, _, _ in seen] == [at(0, 1), at(0, 2), at(0, 3)]
+    assert all(fire <= wall_then and rid == "caller" for fire, wall_then, rid in seen)
