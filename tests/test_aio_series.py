@@ -484,3 +484,63 @@ def test_an_eager_task_factory_runs_each_fire_once_in_the_callers_context(make_s
     seen = run(main, new_loop)
     assert [fire for fire, _, _ in seen] == [at(0, 1), at(0, 2), at(0, 3)]
     assert all(fire <= wall_then and rid == "caller" for fire, wall_then, rid in seen)
+
+
+@pytest.mark.parametrize("action", ["cancel", "replace"])
+def test_a_listener_may_cancel_or_replace_the_series_whose_run_was_just_decided(make_scheduler,
+                                                                               action):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        old, new = Runs(wall), Runs(wall)
+        handles = []
+
+        def listener(event):
+            events.append(event)
+            if event.kind == "late" and event.series == "ten" and len(handles) == 1:
+                if action == "cancel":
+                    handles[0].cancel()
+                else:
+                    handles.append(s.schedule_recurring("ten", Cron("0 * * * *"), 0, new))
+
+        s.add_listener(listener)
+        handles.append(s.schedule_recurring("ten", Cron("*/10 * * * *"), 0, old))
+        await asyncio.sleep(10 * MINUTE - 25)
+        wall.offset += HOUR  # set forward: the late run and its event come in one wake-up
+        await asyncio.sleep(2 * MINUTE)
+        await s.aclose()
+        return old, new, events
+
+    old, new, events = on_virtual(main)
+    assert old.fires == [at(0, 10)] and new.fires == []
+    reason = "cancelled" if action == "cancel" else "replaced"
+    late = [e for e in events if e.kind == "late"]
+    assert [(e.reason, e.fire_time, e.count) for e in late] == [("clock_jump", at(1, 10), 6)]
+    assert ("skipped", reason, at(1, 10)) in [(e.kind, e.reason, e.fire_time) for e in events]
+
+
+def test_a_run_whose_series_a_listener_cancels_as_it_begins_does_not_start(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(max_concurrency=1, wall_clock=wall)
+        events = []
+        runs = Runs(wall)
+        handles = []
+
+        def listener(event):
+            events.append(event)
+            if event.kind == "late":  # said by begin(): the run waited for a slot too long
+                handles[0].cancel()
+
+        s.add_listener(listener)
+        s.schedule_in("hog", 0, 0, asyncio.sleep, (15,))
+        handles.append(s.schedule_recurring("tick", Every(10), 0, runs))
+        await asyncio.sleep(30)
+        await s.aclose()
+        return runs, events
+
+    runs, events = on_virtual(main)
+    assert runs.starts == []
+    assert [(e.kind, e.reason) for e in events] == [
+        ("late", "misfire"), ("stopped", "cancelled"), ("skipped", "cancelled")]

@@ -177,10 +177,13 @@ class SeriesDriver:
         self._timer = None
         book = self._book
         assert book is not None
-        starts = book.wake(self.read())
+        # What each run calls is looked up before flush(): a listener may cancel or replace
+        # its series, and the run then reports itself skipped rather than run.
+        runs = [_Run(series, fire, self._entries[series.series_id])
+                for series, fire in book.wake(self.read())]
         book.flush()
-        for series, fire in starts:
-            self._queue(_Run(series, fire, self._entries[series.series_id]), 0.0)
+        for run in runs:
+            self._queue(run, 0.0)
         self._rearm()
 
     def _queue(self, run: _Run, delay: float) -> None:
@@ -242,6 +245,10 @@ class SeriesDriver:
         if not start:
             run.ended = True  # begin() freed the series: a late run skipped, with its event
             self._rearm()
+            return False
+        if series.stopped:  # a listener of begin()'s events ended the series: never run it
+            run.ended = True
+            self.hub.emit([self._not_started(run)])
             return False
         CURRENT_FIRE.set(run.fire)  # in this version's own copy of the context
         return True
