@@ -361,7 +361,10 @@ def test_close_skips_a_run_not_started_and_stops_every_series(make_scheduler):
 
 def test_bad_input_names_the_argument_and_adds_nothing(make_scheduler):
     async def main():
-        s = make_scheduler(wall_clock=Wall())
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        kept = Runs(wall)
+        s.schedule_recurring(1, Every(10), 0, kept)  # a refused replacement leaves it be
         cases = [((1, "every 10", 0, print), TypeError, "trigger"),
                  ((1, Every(10), "high", print), TypeError, "priority"),
                  ((1, Every(10), 0, "print"), TypeError, "fn"),
@@ -373,13 +376,14 @@ def test_bad_input_names_the_argument_and_adds_nothing(make_scheduler):
                               ("misfire_grace", -1)]:
             with pytest.raises(ValueError, match=option):
                 s.schedule_recurring(1, Every(10), 0, print, **{option: value})
-        await asyncio.sleep(100)
+        await asyncio.sleep(105)
         stats = s.stats()
         await s.aclose()
-        return stats
+        return stats, kept
 
-    stats = on_virtual(main)
-    assert stats["scheduled"] == 0 and stats["series_events"] == {}
+    stats, kept = on_virtual(main)
+    assert len(kept.fires) == 10
+    assert stats["scheduled"] == 10 and stats["series_events"] == {}
     with pytest.raises(TypeError, match="wall_clock"):
         make_scheduler(wall_clock="time")
 

@@ -72,7 +72,7 @@ class _Run:
         self.fire = fire
         self.entry = entry
         self.began = False  # the book's begin() let it start
-        self.ended = False  # book.finished() was called for it
+        self.ended = False  # its outcome was told: book.finished(), or a skip with its event
         self.awaitable: object = None  # what a plain callable returned, to await
 
 
