@@ -21,6 +21,8 @@ from aio_helpers import (  # noqa: F401  (fixtures)
     make_scheduler_fixture,
     run,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pysched import Cron, Every
 from pysched.aio.series import FireKey
@@ -548,3 +550,71 @@ def test_a_run_whose_series_a_listener_cancels_as_it_begins_does_not_start(make_
     assert runs.starts == []
     assert [(e.kind, e.reason) for e in events] == [
         ("late", "misfire"), ("stopped", "cancelled"), ("skipped", "cancelled")]
+
+
+STEPS = st.lists(st.tuples(st.sampled_from(["sleep", "suspend", "set_wall", "pause"]),
+                           st.integers(-5400, 5400)), min_size=1, max_size=6)
+GRIDS = {"cron": (W0 - 30, 300.0), "every": (None, 420.0)}  # (anchor, period) of each series
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS, catch_up=st.sampled_from(["none", "latest", "all"]),
+       overlap=st.sampled_from(["skip", "coalesce", "queue"]),
+       run_time=st.sampled_from([0.0, 200.0, 700.0]))
+def test_any_clock_history_runs_each_fire_time_at_most_once_never_early_and_names_the_rest(
+        make_scheduler, steps, catch_up, overlap, run_time):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        runs = {"cron": Runs(wall, sleep=run_time), "every": Runs(wall, sleep=run_time)}
+        t0 = asyncio.get_running_loop().time()
+        options = {"catch_up": catch_up, "overlap": overlap}
+        handles = [s.schedule_recurring("cron", Cron("*/5 * * * *"), 0, runs["cron"], **options),
+                   s.schedule_recurring("every", Every(420), 0, runs["every"], **options)]
+        for op, n in steps:
+            if op == "sleep":
+                await asyncio.sleep(abs(n))
+            elif op == "suspend":  # the monotonic clock stands still
+                wall.offset += abs(n)
+            elif op == "set_wall":
+                wall.offset += n
+            else:
+                for handle in handles:
+                    handle.pause()
+                await asyncio.sleep(abs(n))
+                for handle in handles:
+                    handle.resume()
+            await asyncio.sleep(61)  # the book looks at the clocks at least every minute
+        await s.aclose()
+        return t0, runs, events
+
+    t0, runs, events = on_virtual(main)
+    for name, (anchor, period) in GRIDS.items():
+        anchor = t0 if anchor is None else anchor
+        starts = runs[name].starts
+        fires = [fire for fire, *_ in starts]
+        assert fires == sorted(set(fires)), "a fire time ran twice, or out of order"
+        clock = 1 if name == "cron" else 2  # the wall reading, or the loop's
+        assert all(start[0] <= start[clock] for start in starts), "a run started early"
+        named: set[float] = set()  # fire times an event names
+        not_run: set[float] = set()  # ... as skipped or coalesced
+        for e in events:
+            if e.series == name and e.kind in ("skipped", "coalesced", "late"):
+                assert e.count is not None and e.last_fire_time is not None
+                k = round((e.fire_time - anchor) / period)
+                while anchor + k * period <= e.last_fire_time:
+                    named.add(anchor + k * period)
+                    if e.kind != "late":
+                        not_run.add(anchor + k * period)
+                    k += 1
+        assert not not_run & set(fires), "a skipped or coalesced fire time ran"
+        late = {e.fire_time for e in events if e.series == name and e.kind == "late"}
+        assert late <= set(fires) | not_run, "a late run neither ran nor was skipped"
+        handled = named | set(fires)
+        if handled:
+            last = round((max(handled) - anchor) / period)
+            every_one = {anchor + k * period for k in range(1, last + 1)}
+            assert every_one <= handled, f"{name}: fire times dropped silently"
