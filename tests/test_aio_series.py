@@ -23,6 +23,7 @@ from aio_helpers import (  # noqa: F401  (fixtures)
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_aio_lifetime import asyncio_log, destroyed_pending, run_as_asyncio_run  # noqa: F401
 
 from pysched import Cron, Every
 from pysched.aio.series import FireKey
@@ -618,3 +619,53 @@ def test_any_clock_history_runs_each_fire_time_at_most_once_never_early_and_name
             last = round((max(handled) - anchor) / period)
             every_one = {anchor + k * period for k in range(1, last + 1)}
             assert every_one <= handled, f"{name}: fire times dropped silently"
+
+
+def test_a_scheduler_left_open_when_its_loop_shuts_down_ends_its_series(make_scheduler,
+                                                                        loop_factory):
+    events = []
+
+    async def main():
+        s = make_scheduler(wall_clock=Wall())
+        s.add_listener(events.append)
+        started = asyncio.Event()
+
+        async def slow():
+            started.set()
+            await asyncio.sleep(3600)
+
+        s.schedule_recurring("idle", Every(3600), 0, print)
+        s.schedule_recurring("busy", Every(0.01), 0, slow)
+        await started.wait()
+        return s  # left open, a run in progress: the loop's shutdown closes it
+
+    s = run_as_asyncio_run(main, loop_factory)
+    assert s.state == "closed"
+    assert sorted((e.series, e.kind, e.reason) for e in events) == [
+        ("busy", "stopped", "closed"), ("idle", "stopped", "closed")]
+
+
+def test_a_series_timer_due_during_the_loops_teardown_starts_nothing(make_scheduler,
+                                                                     asyncio_log):  # noqa: F811
+    """Another Task's slow clean-up lets the series' timer fire while the loop shuts down."""
+    started = []
+    events = []
+
+    async def slow_cleanup():
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.05)  # the series' fire time comes meanwhile
+            raise
+
+    async def main():
+        asyncio.get_running_loop().create_task(slow_cleanup())
+        s = make_scheduler(wall_clock=Wall())
+        s.add_listener(events.append)
+        s.schedule_recurring("soon", Every(0.01), 0, started.append, ("soon",))
+        await asyncio.sleep(0)
+
+    run_as_asyncio_run(main, VirtualTimeLoop)
+    assert started == []
+    assert destroyed_pending(asyncio_log) == []
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "closed")]

@@ -115,7 +115,7 @@ class AsyncScheduler:
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._counts = _Counts()
         self._peak = 0
-        self._series = SeriesDriver(wall_clock, self.schedule)
+        self._series = SeriesDriver(wall_clock, self.schedule, self._on_loop_shutdown)
 
     # -- public API -------------------------------------------------------
 

@@ -39,6 +39,7 @@ from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import CANCELLED, CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import SeriesHandle
 from ._calls import bound_call
+from ._host import Host
 
 __all__ = ["FireKey", "SeriesDriver"]
 
@@ -79,21 +80,26 @@ class _Run:
 class SeriesDriver:
     """The AsyncScheduler's series: one book, one timer, one hub of events."""
 
-    __slots__ = ("hub", "wall_clock", "_submit", "_loop", "_book", "_entries", "_timer",
-                 "_timer_when", "_closed")
+    __slots__ = ("hub", "wall_clock", "_submit", "_on_lost", "_loop", "_book", "_entries",
+                 "_timer", "_timer_when", "_host", "_closed")
 
-    def __init__(self, wall_clock: Callable[[], float], submit: Submit) -> None:
+    def __init__(self, wall_clock: Callable[[], float], submit: Submit,
+                 on_lost: Callable[[], None]) -> None:
         check_callable(wall_clock, "wall_clock")
         check_time(wall_clock(), "wall_clock()")
         self.hub = EventHub()  # listeners may be added before the loop runs
         self.wall_clock = wall_clock
         self._submit = submit
+        self._on_lost = on_lost  # the loop is shutting down: the scheduler closes
         self._loop: asyncio.AbstractEventLoop | None = None
         self._book: SeriesBook | None = None  # made on the first series, on its loop
         self._entries: dict[Hashable, _Entry] = {}
         # uvloop's call_at returns a plain Handle (no when()) for a time already passed
         self._timer: asyncio.Handle | None = None
         self._timer_when = 0.0
+        # While the book holds a series, as while the scheduler has a version: the loop's
+        # shutdown cancels it, which closes the scheduler, so no run starts in the teardown.
+        self._host: Host | None = None
         self._closed = False
 
     def read(self) -> Reading:
@@ -131,6 +137,7 @@ class SeriesDriver:
         """End every series (events say "closed"); nothing starts any more."""
         self._closed = True
         self._disarm()
+        self._end_host()
         book = self._book
         if book is None:
             return
@@ -156,6 +163,11 @@ class SeriesDriver:
         book = self._book
         if book is None or self._closed:
             return
+        if not book:
+            self._end_host()
+        elif self._host is None:
+            assert self._loop is not None
+            self._host = Host(self._loop, self._on_lost)
         when = book.next_wake()
         timer = self._timer
         if timer is not None:
@@ -168,6 +180,11 @@ class SeriesDriver:
             self._timer = self._loop.call_at(when, self._wake)
             self._timer_when = when
 
+    def _end_host(self) -> None:
+        host, self._host = self._host, None
+        if host is not None:
+            host.end()
+
     def _disarm(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -175,6 +192,9 @@ class SeriesDriver:
 
     def _wake(self) -> None:
         self._timer = None
+        if self._host is not None and self._host.lost():
+            self._on_lost()  # a timer due in the loop's teardown starts nothing
+            return
         book = self._book
         assert book is not None
         # What each run calls is looked up before flush(): a listener may cancel or replace
