@@ -641,8 +641,10 @@ def test_a_scheduler_left_open_when_its_loop_shuts_down_ends_its_series(make_sch
 
     s = run_as_asyncio_run(main, loop_factory)
     assert s.state == "closed"
-    assert sorted((e.series, e.kind, e.reason) for e in events) == [
-        ("busy", "stopped", "closed"), ("idle", "stopped", "closed")]
+    seen = {(e.series, e.kind, e.reason) for e in events}
+    assert {("busy", "stopped", "closed"), ("idle", "stopped", "closed")} <= seen
+    # on a slow machine fire times may come due in the teardown: skipped, never failed
+    assert {kind for _, kind, _ in seen} <= {"stopped", "skipped"}
 
 
 def test_a_series_timer_due_during_the_loops_teardown_starts_nothing(make_scheduler,
