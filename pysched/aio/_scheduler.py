@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from contextvars import copy_context
@@ -20,9 +21,11 @@ from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN, check_transition
 from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_hashable, check_time
+from ..calendar import Cron, Event, Every, SeriesHandle
 from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
+from .series import SeriesDriver
 
 __all__ = ["AsyncScheduler"]
 
@@ -84,6 +87,7 @@ class AsyncScheduler:
 
     def __init__(self, max_concurrency: int | None = None, *,
                  cancel_running_on_close: bool = False,
+                 wall_clock: Callable[[], float] = time.time,
                  _core_factory: Callable[..., Any] | None = None) -> None:
         if max_concurrency is not None:
             max_concurrency = check_capacity(max_concurrency, "max_concurrency")
@@ -111,6 +115,7 @@ class AsyncScheduler:
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._counts = _Counts()
         self._peak = 0
+        self._series = SeriesDriver(wall_clock, self.schedule, self._on_loop_shutdown)
 
     # -- public API -------------------------------------------------------
 
@@ -195,6 +200,40 @@ class AsyncScheduler:
         check_hashable(task_id, "task_id")
         return None if self._core is None else self._core.state(task_id)
 
+    def schedule_recurring(self, task_id: Hashable, trigger: Cron | Every, priority: int,
+                           fn: Callable[..., Any], args: Iterable[Any] = (),
+                           kwargs: Mapping[str, Any] | None = None, *,
+                           misfire_grace: float | None = 1.0, catch_up: str = "latest",
+                           overlap: str = "skip", on_error: str = "continue",
+                           max_catch_up: int = 100) -> SeriesHandle:
+        """Run ``fn`` at each fire time of ``trigger`` (a ``Cron`` or an ``Every``).
+
+        A calendar trigger fires on ``wall_clock``, never before its instant;
+        an interval on ``loop.time()``. ``misfire_grace``, ``catch_up``
+        ("none", "latest", "all", at most ``max_catch_up``), ``overlap``
+        ("skip", "coalesce", "queue") and ``on_error`` ("continue", "stop") are
+        ``pysched.calendar.Series``'s; every skipped, coalesced or late fire
+        time is an event for ``add_listener``, counted in
+        ``stats()["series_events"]``. Each run is a version (see
+        ``pysched.aio.series``) in a copy of the current context. The same
+        ``task_id`` again replaces the whole series. Returns a handle with
+        ``next_fire_times(n)``, ``pause()``, ``resume()`` and ``cancel()``.
+        """
+        loop = self._bind()
+        if self._state is not OPEN:
+            raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
+        return self._series.add(loop, task_id, trigger, priority, fn, args, kwargs,
+                                misfire_grace=misfire_grace, catch_up=catch_up,
+                                overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
+
+    def add_listener(self, fn: Callable[[Event], object]) -> None:
+        """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
+        self._series.hub.add_listener(fn)
+
+    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        """Stop calling ``fn``; KeyError if it was not added."""
+        self._series.hub.remove_listener(fn)
+
     def close(self, *, cancel_running: bool | None = None) -> None:
         """Start closing, without waiting: open -> closing (-> closed once nothing runs).
 
@@ -208,6 +247,7 @@ class AsyncScheduler:
             cancel_running = self._cancel_running_on_close
         if self._state is OPEN:
             self._state = check_transition(self._state, CLOSING)
+            self._series.close()
             self._disarm()
             if self._pump_handle is not None:
                 self._pump_handle.cancel()
@@ -265,6 +305,7 @@ class AsyncScheduler:
             "max_concurrency": self._max_concurrency,
         }
         result.update(self._counts.as_dict(self._core))
+        result["series_events"] = self._series.hub.stats()
         return result
 
     def __repr__(self) -> str:
