@@ -401,12 +401,11 @@ class AsyncScheduler:
         core = self._core
         now = self._loop.time()
         cap = self._max_concurrency
-        pending = self._pending
         running = self._running
-        budget = len(pending)
-        while self._state is OPEN:  # else a callable closed the scheduler
+        budget = len(self._pending)
+        while True:
             if budget == 0:  # more may be due: look again on the next iteration
-                if pending:
+                if self._pending:
                     self._request_pump()
                 else:
                     self._disarm()
@@ -414,79 +413,71 @@ class AsyncScheduler:
             if cap is not None and len(running) >= cap:
                 self._disarm()  # a finishing run pumps again
                 break
-            task = core.next(now)
-            if task is None:
+            head = core.next(now)
+            if head is None:
                 self._disarm()
                 break
-            if task.__class__ is float:  # not due yet: wake at the head's own run_at
+            if head.__class__ is float:  # not due yet: wake at the head's own run_at
                 self._arm(core.peek()[0])
                 break
             budget -= 1
-            # Start it, inline as every version passes here: call its fn in its
-            # context, await what that returns in a Task. While its fn is called
-            # the version is _calling; only one that returns an awaitable gets
-            # the fields of a Task (_task, _aio, _coro).
-            task_id = task.task_id
-            fut = pending.pop(task_id)
-            running[task_id] = fut
-            if len(running) > self._peak:
-                self._peak = len(running)
-            context: Any = fut._context
-            fut._context = None
-            self._calling = fut
-            try:
-                result = context.run(task.fn)
-                # inspect.isawaitable, with the common answers (a coroutine, None) first.
-                if result.__class__ is CoroutineType or (
-                        result is not None and isawaitable(result)):
-                    self._await_in_task(fut, task, context, result)
-                    continue
-            except BaseException as exc:  # noqa: BLE001 - each outcome is the version's, as in a Task
-                self._call_raised(fut, task, exc)
-                continue
-            finally:
-                self._calling = None
-            del running[task_id]
-            if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
-                fut._owner = None
-                core.complete(task)
-                fut.set_result(result)
-            else:
-                self._end(fut, task, result, None, in_call=True)
+            self._start(head)
+            if self._state is not OPEN:  # a callable closed the scheduler
+                break
         self._settle()
 
-    def _await_in_task(self, fut: AsyncTaskFuture, task: Any, context: contextvars.Context,
-                       awaitable: Any) -> None:
-        """Await what the fn of a version (still _calling) returned, in a Task in its context."""
-        assert self._loop is not None
-        fut._task = task
-        fut._aio = None
-        fut._coro = awaitable if awaitable.__class__ is CoroutineType else None
-        # An eager task factory runs the first step in here (still "calling"),
-        # and may even end the version before create_task returns.
-        coro = self._await_version(fut, awaitable)
-        if TASKS_TAKE_A_CONTEXT:
-            aio = self._loop.create_task(coro, context=context)
-        else:  # the Task copies the current context
-            aio = context.run(self._loop.create_task, coro)
-        if self._running.get(fut._task_id) is fut:  # not ended by an eager first step
-            fut._aio = aio
-            if fut._stop_reason is not None:  # cancelled while its fn ran
-                aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
-
-    def _call_raised(self, fut: AsyncTaskFuture, task: Any, exc: BaseException) -> None:
-        """The fn of a version (or an eager first step of its Task) raised ``exc``: end it so.
-
-        KeyboardInterrupt and SystemExit are raised again, as the loop does.
-        """
+    def _start(self, task: Any) -> None:
+        """Call a claimed version's fn in its context; await what it returns in a Task."""
+        task_id = task.task_id
+        fut = self._pending.pop(task_id)
         running = self._running
-        if running.get(fut._task_id) is not fut:  # an eager first step ended it, then raised
-            raise exc
-        del running[fut._task_id]
-        self._end(fut, task, None, exc, in_call=True)
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            self._request_pump()  # what is due still runs if the loop goes on
-            raise exc
+        running[task_id] = fut
+        if len(running) > self._peak:
+            self._peak = len(running)
+        context: Any = fut._context
+        fut._context = None
+        # While its fn is called the version is _calling; only one that returns
+        # an awaitable gets the fields of a Task (_task, _aio, _coro).
+        self._calling = fut
+        try:
+            result = context.run(task.fn)
+            # inspect.isawaitable, with the common answers (a coroutine, None) first.
+            if result.__class__ is CoroutineType or (result is not None and isawaitable(result)):
+                assert self._loop is not None
+                fut._task = task
+                fut._aio = None
+                fut._coro = result if result.__class__ is CoroutineType else None
+                # An eager task factory runs the first step in here (still "calling"),
+                # and may even end the version before create_task returns.
+                coro = self._await_version(fut, result)
+                if TASKS_TAKE_A_CONTEXT:
+                    aio = self._loop.create_task(coro, context=context)
+                else:  # the Task copies the current context
+                    aio = context.run(self._loop.create_task, coro)
+                if running.get(task_id) is fut:  # not ended by an eager first step
+                    fut._aio = aio
+                    if fut._stop_reason is not None:  # cancelled while its fn ran
+                        aio.cancel(fut._stop_msg if fut._stop_msg is not None
+                                   else fut._stop_reason)
+                return
+        except BaseException as exc:  # noqa: BLE001 - each outcome is the version's, as in a Task
+            if running.get(task_id) is not fut:  # an eager first step ended it, then raised
+                raise
+            del running[task_id]
+            self._end(fut, task, None, exc, in_call=True)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                self._request_pump()  # what is due still runs if the loop goes on
+                raise
+            return
+        finally:
+            self._calling = None
+        del running[task_id]
+        if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
+            fut._owner = None
+            self._core.complete(task)
+            fut.set_result(result)
+        else:
+            self._end(fut, task, result, None, in_call=True)
 
     async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
         """The coroutine of a version's asyncio Task: await its result, then finish it.
