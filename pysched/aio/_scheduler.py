@@ -153,9 +153,9 @@ class AsyncScheduler:
         fut._task_id = task_id
         fut._version = version
         fut._context = copy_context()
-        old = self._pending.get(task_id)
-        self._pending[task_id] = fut
-        if old is not None:  # the core has just replaced its version
+        old = self._pending.setdefault(task_id, fut)  # one lookup when nothing is replaced
+        if old is not fut:  # the core has just replaced its version
+            self._pending[task_id] = fut
             self._counts.replaced += 1
             old._resolve_cancelled(REPLACED)
         elif self._running:
