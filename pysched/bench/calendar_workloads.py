@@ -340,8 +340,12 @@ def compare(series: int, seconds: int, repeats: int, *, workers: int = 10, seed:
         order = list(competitors) if round_ % 2 == 0 else list(reversed(competitors))
         for name in order:
             progress(f"round {round_ + 1}/{repeats}: {name}")
-            turns[name].append(_turn_in_process(name, series, seconds, workers, seed, lead,
-                                                drain))
+            turn = _turn_in_process(name, series, seconds, workers, seed, lead, drain)
+            turns[name].append(turn)
+            progress(f"  {turn['run']:,} of {turn['expected']:,} fire times run, "
+                     f"{turn['early']} early, {turn['dropped']} skipped or late; lateness "
+                     f"p50 {turn['lateness_p50_ms']:.2f} ms, p99 {turn['lateness_p99_ms']:.1f} ms; "
+                     f"{turn['cpu_per_fire_us']:.1f} µs CPU per fire")
     return {"series": series, "seconds": seconds, "repeats": repeats, "workers": workers,
             "seed": seed, "lead": lead, "drain": drain, "turns": turns}
 
