@@ -35,7 +35,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterable
-from heapq import heapify, heappop, heappush
+from heapq import (  # type: ignore[attr-defined]  # _siftdown: heapq's sift-up
+    _siftdown,
+    heapify,
+    heappop,
+    heappush,
+)
 from typing import Any
 
 from ._errors import InvalidTransition
@@ -224,14 +229,14 @@ class Scheduler:
                       ) -> list[int]:
         """Schedule each ``(task_id, run_at, priority, fn)`` of ``items`` in order.
 
-        Returns the version numbers, as ``schedule()`` would one by one. Every
-        item is checked first: a bad one raises naming its index and argument
-        (``items[3].run_at``) and nothing is scheduled. A MemoryError part-way
-        leaves the items before it scheduled. O(k log n).
+        Returns the version numbers, as ``schedule()`` would one by one. All or
+        nothing: every item is checked first, and a bad one raises naming its
+        index and argument (``items[3].run_at``); a MemoryError raises before
+        the first change. Either way nothing is scheduled. O(k log n).
         """
         checked = [check_schedule_item(item, f"items[{index}]")
                    for index, item in enumerate(check_iterable(items, "items"))]
-        return [self._schedule(*item) for item in checked]
+        return self._schedule_many(checked)
 
     def cancel(self, task_id: Hashable) -> bool:
         """Cancel the pending version of ``task_id`` and ask its running one to stop.
@@ -438,6 +443,60 @@ class Scheduler:
         heappush(self._heap, entry)
         self._maybe_rebuild()
         return slot.version
+
+    def _schedule_many(self, items: list[tuple[Hashable, float, int, Callable[[], Any]]],
+                       ) -> list[int]:
+        """schedule_many() with checked items: all or nothing."""
+        while True:
+            # Allocate everything first, as _schedule() does: the slots of new
+            # ids, the entries, the versions (an id may come more than once).
+            edits = self._edits
+            fresh: dict[Hashable, _Slot] = {}  # ids new to the scheduler
+            newest: dict[_Slot, int] = {}  # each slot's version after its items so far
+            slots: list[_Slot] = []
+            versions: list[int] = []
+            entries: list[_Entry] = []
+            for k, (task_id, run_at, priority, _fn) in enumerate(items):
+                slot = self._slot_of.get(task_id)
+                if slot is None:
+                    slot = fresh.get(task_id)
+                if slot is None:
+                    slot = fresh[task_id] = _Slot(task_id)
+                newest[slot] = newest.get(slot, slot.version) + 1
+                slots.append(slot)
+                versions.append(newest[slot])
+                entries.append((run_at, -priority, self._seq + 1 + k, slot))
+            fresh_ids = list(fresh)
+            old_fns: list[Any] = [None] * len(items)  # held until return, as in _schedule()
+            if edits == self._edits:
+                break
+        # The only steps that may still fail are growing the dict and the heap:
+        # undone on failure (deleting from a dict never allocates).
+        inserted = 0
+        start = len(self._heap)
+        try:
+            for task_id in fresh_ids:
+                self._slot_of[task_id] = fresh[task_id]
+                inserted += 1
+            self._heap.extend(entries)
+        except BaseException:
+            for task_id in fresh_ids[:inserted]:
+                del self._slot_of[task_id]
+            raise
+        for k in range(len(items)):
+            slot = slots[k]
+            if slot.pending_seq:
+                old_fns[k] = self._drop_pending(slot)
+                self._replaced += 1
+            self._seq += 1
+            self._edits += 1
+            slot.version = versions[k]
+            slot.pending_seq = self._seq
+            slot.fn = items[k][3]
+            self._live += 1
+            _siftdown(self._heap, 0, start + k)  # heapq's name for moving an entry up
+        self._maybe_rebuild()
+        return versions
 
     def _cancel(self, task_id: Hashable, stop_running: bool) -> bool:
         """cancel() (``stop_running``) or cancel_pending() with a checked id."""

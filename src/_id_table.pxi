@@ -153,6 +153,30 @@ cdef class IdTable:
         self.stamp += 1
         return s
 
+    cdef int reserve(self, Py_ssize_t n) except -1:
+        """Make room so that the next ``n`` adds allocate nothing and cannot fail.
+
+        Buckets for ``count + n`` keys, and at least ``n`` free slots below
+        ``len(keys)`` (new ones are appended as free). A MemoryError part-way
+        leaves the table whole, with fewer slots made ready.
+        """
+        cdef Py_ssize_t s, ready = len(self.keys) - self.count
+        cdef size_t buckets = self.mask + 1
+        while <size_t>(self.count + n) * 2 > buckets:
+            buckets *= 2
+        if buckets != self.mask + 1:
+            self._rehash(buckets)
+        while ready < n:
+            s = len(self.keys)
+            if s >= self.slot_capacity:
+                self._grow_slots()
+            self.keys.append(_FREE)  # a list of no tracked objects grows: no collection
+            self.shrink_at = PY_SSIZE_T_MAX
+            self.free[self.n_free] = <int32_t>s
+            self.n_free += 1
+            ready += 1
+        return 0
+
     cdef object remove(self, Py_ssize_t s):
         """Free slot ``s`` and return its key, for the caller to drop last.
 

@@ -163,21 +163,21 @@ cdef class Scheduler:
 
         Schedule each ``(task_id, run_at, priority, fn)`` of ``items`` in order.
 
-        Returns the version numbers, as ``schedule()`` would one by one. Every
-        item is checked first: a bad one raises naming its index and argument
-        (``items[3].run_at``) and nothing is scheduled. A MemoryError part-way
-        leaves the items before it scheduled. O(k log n).
+        Returns the version numbers, as ``schedule()`` would one by one. All or
+        nothing: every item is checked first, and a bad one raises naming its
+        index and argument (``items[3].run_at``); a MemoryError raises before
+        the first change. Either way nothing is scheduled. O(k log n).
         """
         cdef list checked = check_iterable(items, "items")
         cdef Py_ssize_t k, n = len(checked)
         cdef list ids = [None] * n
         cdef list fns = [None] * n
-        cdef list versions = [None] * n
         cdef Py_hash_t* hashes = <Py_hash_t*>PyMem_Malloc((n + 1) * sizeof(Py_hash_t))
         cdef double* times = <double*>PyMem_Malloc((n + 1) * sizeof(double))
         cdef int64_t* priorities = <int64_t*>PyMem_Malloc((n + 1) * sizeof(int64_t))
+        cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
         try:
-            if hashes == NULL or times == NULL or priorities == NULL:
+            if hashes == NULL or times == NULL or priorities == NULL or slots == NULL:
                 raise MemoryError()
             # Every item is checked before the first is scheduled: all or nothing.
             for k in range(n):
@@ -195,13 +195,12 @@ cdef class Scheduler:
                     raise
                 ids[k] = task_id
                 fns[k] = fn
-            for k in range(n):
-                versions[k] = self._schedule(ids[k], hashes[k], times[k], priorities[k], fns[k])
-            return versions
+            return self._schedule_many(ids, hashes, times, priorities, fns, slots)
         finally:
             PyMem_Free(hashes)
             PyMem_Free(times)
             PyMem_Free(priorities)
+            PyMem_Free(slots)
 
     def cancel(self, task_id):
         """cancel(task_id) -> bool
@@ -435,7 +434,7 @@ cdef class Scheduler:
             if self._heap_len == self._heap_capacity:
                 self._resize_heap(self._heap_capacity * 2)
             if slot < 0:
-                self._reserve_slot()
+                self._reserve_slots(1)
             if edits == self._edits:
                 break
         if slot < 0:
@@ -455,6 +454,71 @@ cdef class Scheduler:
         self._push(run_at, priority, self._seq, slot)
         self._maybe_rebuild()
         return state.version
+
+    cdef list _schedule_many(self, list ids, Py_hash_t* hashes, double* times,
+                             int64_t* priorities, list fns, Py_ssize_t* slots):
+        """schedule_many() with checked items: all or nothing.
+
+        ``slots`` is scratch room for one slot an item.
+        """
+        cdef Py_ssize_t k, slot, n = len(ids), fresh
+        cdef uint64_t edits
+        cdef dict newest
+        cdef list versions, old_fns
+        cdef SlotState* state
+        while True:
+            # Allocate everything first, as _schedule() does: the versions
+            # (an id may come more than once), then room in the heap, the id
+            # table and the per-slot arrays for every id new to the scheduler.
+            # find() and the dict may run a key's __eq__, and allocating may
+            # start a collection whose finalisers call back in: then look again.
+            edits = self._edits
+            newest = {}  # task id -> (its version after its items so far, its first item)
+            versions = [None] * n
+            old_fns = [None] * n  # released on return, once the state is whole
+            fresh = 0
+            for k in range(n):
+                slot = self._ids.find(ids[k], hashes[k])
+                seen = newest.get(ids[k])
+                if seen is not None:
+                    version = seen[0] + 1
+                    slots[k] = -2 - <Py_ssize_t>seen[1]  # the slot its first item gets
+                else:
+                    version = 1 if slot < 0 else self._slots[slot].version + 1
+                    slots[k] = slot
+                    fresh += slot < 0
+                newest[ids[k]] = (version, k if seen is None else seen[1])
+                versions[k] = version
+            if self._heap_capacity - self._heap_len < n:
+                self._resize_heap(_grown(self._heap_capacity, self._heap_len + n))
+            self._reserve_slots(fresh)  # first: the table's slot limit grows next
+            self._ids.reserve(fresh)
+            if edits == self._edits:
+                break
+        # Nothing below allocates: the adds have their room.
+        for k in range(n):
+            slot = slots[k]
+            if slot < -1:
+                slot = slots[-2 - slot]  # its id's first item, already placed
+            elif slot == -1:
+                slot = self._ids.add(ids[k], hashes[k])
+                self._slots[slot].version = 0
+                self._slots[slot].pending_seq = 0
+            slots[k] = slot
+            if self._slots[slot].pending_seq:
+                old_fns[k] = self._drop_pending(slot)
+                self._replaced += 1
+            self._seq += 1
+            self._edits += 1
+            state = &self._slots[slot]
+            state.version += 1
+            state.pending_seq = self._seq
+            self._fns[slot] = fns[k]
+            self._live += 1
+            self._push(times[k], priorities[k], self._seq, slot)
+        # Once, at the end: a shrink of the heap in between would take the room back.
+        self._maybe_rebuild()
+        return versions
 
     cdef object _cancel(self, object task_id, Py_hash_t h, bint stop_running):
         """cancel() (``stop_running``) or cancel_pending() with a hashed id."""
@@ -657,21 +721,21 @@ cdef class Scheduler:
             old_id = self._forget(slot)
         return 0
 
-    cdef int _reserve_slot(self) except -1:
-        """Grow the per-slot arrays to cover any slot the id table may hand out next.
+    cdef int _reserve_slots(self, Py_ssize_t n) except -1:
+        """Grow the per-slot arrays to cover the next ``n`` slots the id table may hand out.
 
         Called before the table changes, so a MemoryError leaves everything as it was.
         """
-        cdef Py_ssize_t slot = self._ids.slot_limit()
+        cdef Py_ssize_t end = self._ids.slot_limit() + n
         cdef Py_ssize_t old = self._slots_capacity
-        if slot >= old:
-            _grow(<void**>&self._slots, _grown(old, slot + 1), sizeof(SlotState))
-            self._slots_capacity = _grown(old, slot + 1)
+        if end > old:
+            _grow(<void**>&self._slots, _grown(old, end), sizeof(SlotState))
+            self._slots_capacity = _grown(old, end)
             # A stale heap entry may name a slot past the old end: it must read as pending nothing.
             memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
-        while len(self._fns) <= slot:
+        while len(self._fns) < end:
             self._fns.append(None)
-        while len(self._runs) <= slot:
+        while len(self._runs) < end:
             self._runs.append(None)
         return 0
 

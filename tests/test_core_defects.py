@@ -13,7 +13,7 @@ import weakref
 
 import pytest
 from conftest import NO_EXTENSIONS, compiled_module
-from core_reentrancy import runs_with_user_code_inside
+from core_reentrancy import call_with_action_at_construction, runs_with_user_code_inside
 
 
 def noop() -> None:
@@ -257,3 +257,122 @@ def test_stale_entries_of_cut_slots_stay_stale(impl):
     s._check()
     assert drain_ids(s) == list(range(1000, 1100)) + list(range(50))
     s._check()
+
+
+# -- schedule_many is all or nothing ------------------------------------------
+
+
+class CountedId:
+    """A task id whose hash raises MemoryError at the ``fail_at``-th hash of any such id."""
+
+    counter = {"calls": 0, "fail_at": 0}
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        CountedId.counter["calls"] += 1
+        if CountedId.counter["calls"] == CountedId.counter["fail_at"]:
+            raise MemoryError("injected")
+        return hash(self.n)
+
+    def __eq__(self, other):
+        return isinstance(other, CountedId) and other.n == self.n
+
+
+def batch_scheduler(impl, make_id):
+    """Ten pending ids, one running with its newer version parked; and a batch that
+    replaces some, adds new ones past the first growth of every array, names one new
+    id twice and reschedules the running one."""
+    s = impl.Scheduler(clock=lambda: 0.0)
+    for i in range(10):
+        s.schedule(make_id(i), 5.0, 0, noop)
+    s.schedule(make_id("run"), 0.0, 9, noop)
+    running = s.next(now=0.0)
+    s.schedule(make_id("run"), 1.0, 0, noop)
+    assert s.next(now=0.0) == 5.0 and s.stats()["parked"] == 1
+    batch = ([(make_id(i), 1.0, i % 3, noop) for i in range(5, 90)]
+             + [(make_id("twice"), 2.0, 0, noop), (make_id(7), 3.0, 1, noop),
+                (make_id("twice"), 4.0, 0, noop), (make_id("run"), 0.5, 0, noop)])
+    return s, running, batch
+
+
+def batch_snapshot(s, ids):
+    stats = {k: v for k, v in s.stats().items() if k not in ("heap_size", "stale",
+                                                             "stale_discarded", "rebuilds")}
+    return stats, len(s), [s.state(i) for i in ids], s.peek()
+
+
+def expected_after_batch(impl, make_id):
+    s, running, batch = batch_scheduler(impl, make_id)
+    versions = [s.schedule(*item) for item in batch]
+    return versions, batch_snapshot(s, [item[0] for item in batch])
+
+
+def check_all_or_nothing(impl, make_id, run_with_failure_at):
+    """``run_with_failure_at(k, call)`` runs ``call`` with a MemoryError at its k-th
+    allocation (or hash); k = 1, 2, ... until the call succeeds. Each failure must
+    leave the scheduler as it was; the success must equal schedule() in a loop."""
+    expected = expected_after_batch(impl, make_id)
+    failures = 0
+    for k in range(1, 100_000):
+        s, running, batch = batch_scheduler(impl, make_id)
+        ids = [item[0] for item in batch]
+        before = batch_snapshot(s, ids)
+        try:
+            versions = run_with_failure_at(k, lambda s=s, batch=batch: s.schedule_many(batch))
+        except MemoryError:
+            failures += 1
+            s._check()
+            assert batch_snapshot(s, ids) == before, f"a MemoryError at {k} left a part scheduled"
+            continue
+        s._check()
+        assert (versions, batch_snapshot(s, ids)) == expected
+        s.complete(running)
+        return failures
+    raise AssertionError("never succeeded")
+
+
+def fail_at_hash(k, call):
+    CountedId.counter.update(calls=0, fail_at=k)
+    try:
+        return call()
+    finally:
+        CountedId.counter["fail_at"] = 0
+
+
+def test_schedule_many_is_all_or_nothing_when_hashing_fails(impl):
+    """Both: a MemoryError where an id is hashed (the twin's dict inserts) left the items
+    before it scheduled."""
+    assert check_all_or_nothing(impl, CountedId, fail_at_hash) > 0
+
+
+def test_schedule_many_is_all_or_nothing_when_the_twin_allocates():
+    """Twin: a MemoryError building the slot of a later new id left earlier items scheduled."""
+    from pysched import _scheduler_py
+
+    def boom():
+        raise MemoryError("injected")
+
+    def fail_at_construction(k, call):
+        return call_with_action_at_construction(k, call, boom)[0]
+
+    assert check_all_or_nothing(_scheduler_py, lambda i: i, fail_at_construction) > 0
+
+
+@pytest.mark.skipif(NO_EXTENSIONS, reason="the core's own allocations")
+def test_schedule_many_is_all_or_nothing_when_the_core_allocates():
+    """Core: a MemoryError growing the heap, the slots or the id table part-way left the
+    earlier items scheduled."""
+    testcapi = pytest.importorskip("_testcapi")
+
+    def fail_at_allocation(k, call):
+        testcapi.set_nomemory(k - 1, 0)
+        try:
+            return call()
+        finally:
+            testcapi.remove_mem_hooks()
+
+    # Ids past the small-int cache and strings: boxing and hashing them allocates.
+    assert check_all_or_nothing(compiled_module(), lambda i: (i, "id"),
+                                fail_at_allocation) > 0
