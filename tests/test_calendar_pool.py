@@ -180,6 +180,20 @@ def test_on_error_stop_fails_the_series_future(setup, clock):
         ("failed", "error"), ("stopped", "error")]
 
 
+def test_pause_and_resume_do_nothing_once_the_series_ended(setup, clock):
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("tick", Every(10), 0, Runs(clock))
+    handle.pause()
+    assert handle.cancel() and handle.cancelled
+    clock.advance(35.0)  # 10, 20 and 30 pass after the series ended
+    handle.resume()  # no fire time was skipped for being paused: the series had ended
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "cancelled")]
+    other = pool.schedule_recurring("other", Every(10), 0, Runs(clock))
+    assert other.cancel()
+    other.pause()
+    assert not other.paused and repr(other) == "<RecurringHandle 'other' cancelled>"
+
+
 @pytest.mark.parametrize("broken", [OSError("wall clock broke"), "noon", float("nan")])
 def test_a_failing_wall_clock_fails_the_wake_up_not_the_pool(setup, clock, broken):
     pool, wall, events = setup

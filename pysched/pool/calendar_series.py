@@ -199,15 +199,21 @@ class RecurringHandle:
         return fire_datetimes(record.series, fires, now)
 
     def pause(self) -> None:
-        """Start no more runs until ``resume``; a run in progress goes on."""
+        """Start no more runs until ``resume``; a run in progress goes on. Nothing once ended."""
+        series = self._record.series
         with self._record.calendar.lock:
-            self._record.series.pause()
+            if not series.stopped:
+                series.pause()
 
     def resume(self) -> None:
-        """Resume (within a second of the pool's clock); fire times meanwhile are skipped."""
+        """Resume (within a second of the pool's clock); fire times meanwhile are skipped.
+
+        Nothing once the series ended: no fire time of it is reported skipped after its end.
+        """
         calendar = self._record.calendar
+        series = self._record.series
         with calendar.lock:
-            events = self._record.series.resume(calendar.read())
+            events = [] if series.stopped else series.resume(calendar.read())
         calendar.hub.emit(events)
 
     def cancel(self) -> bool:
