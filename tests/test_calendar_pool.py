@@ -24,8 +24,13 @@ class Wall:
     def __init__(self, clock):
         self.clock = clock
         self.offset = 0.0
+        self.broken: object = None  # an exception to raise, or a reading to return
 
     def __call__(self):
+        if isinstance(self.broken, BaseException):
+            raise self.broken
+        if self.broken is not None:
+            return self.broken
         return W0 + self.clock() + self.offset
 
 
@@ -173,6 +178,70 @@ def test_on_error_stop_fails_the_series_future(setup, clock):
         handle.future.result(WAIT)
     assert handle.cancelled and [(e.kind, e.reason) for e in events] == [
         ("failed", "error"), ("stopped", "error")]
+
+
+def test_pause_and_resume_do_nothing_once_the_series_ended(setup, clock):
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("tick", Every(10), 0, Runs(clock))
+    handle.pause()
+    assert handle.cancel() and handle.cancelled
+    clock.advance(35.0)  # 10, 20 and 30 pass after the series ended
+    handle.resume()  # no fire time was skipped for being paused: the series had ended
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "cancelled")]
+    other = pool.schedule_recurring("other", Every(10), 0, Runs(clock))
+    assert other.cancel()
+    other.pause()
+    assert not other.paused and repr(other) == "<RecurringHandle 'other' cancelled>"
+
+
+@pytest.mark.parametrize("broken", [OSError("wall clock broke"), "noon", float("nan")])
+def test_a_failing_wall_clock_fails_the_wake_up_not_the_pool(setup, clock, broken):
+    pool, wall, events = setup
+    runs = Runs(clock)
+    handle = pool.schedule_recurring("tick", Every(10), 0, runs)
+    clock.wait_for_sleeper(10.0)
+    clock.advance(10.0)
+    runs.wait_for(1)
+    clock.wait_for_sleeper(20.0)
+    wall.broken = broken
+    clock.advance(10.0)  # the wake-up at 20 cannot read the wall clock: it fails
+    clock.wait_for_sleeper(21.0)  # and the series looks again a second later
+    assert pool.state == "open" and not handle.cancelled and pool.stats()["failed"] == 1
+    wall.broken = None
+    clock.advance(1.0)  # 21: the fire time 20 runs, late
+    runs.wait_for(2)
+    assert runs.at == [10.0, 21.0] and pool.stats()["failed"] == 1
+
+
+def test_a_wall_clock_failing_during_a_run_leaves_the_series_going(setup, clock):
+    pool, wall, events = setup
+    at: list[float] = []
+
+    def run():
+        at.append(clock())
+        if len(at) == 1:
+            wall.broken = OSError("wall clock broke")  # read again when the run ends
+
+    handle = pool.schedule_recurring("tick", Every(10), 0, run)
+    clock.wait_for_sleeper(10.0)
+    clock.advance(10.0)
+    clock.wait_for_sleeper(20.0)  # the run's end could not be read: it still ended
+    wall.broken = None
+    assert pool.state == "open" and not handle.cancelled and pool.stats()["failed"] == 1
+    clock.advance(10.0)
+    clock.wait_for_sleeper(30.0)
+    assert at == [10.0, 20.0]
+
+
+def test_a_failing_wall_clock_stops_a_series_under_on_error_stop(setup, clock):
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("tick", Every(10), 0, Runs(clock), on_error="stop")
+    clock.wait_for_sleeper(10.0)
+    wall.broken = OSError("wall clock broke")
+    clock.advance(10.0)
+    with pytest.raises(OSError, match="wall clock broke"):
+        handle.future.result(WAIT)
+    assert pool.state == "open" and handle.cancelled
 
 
 @pytest.mark.parametrize(("kwargs", "error", "name"), [

@@ -10,7 +10,12 @@ in the pool changes.
 
 Lock order: the pool's lock, then the calendar lock (``next_run`` is called
 under the pool's lock); the calendar lock is never held while taking the
-pool's. Events are delivered outside both.
+pool's. Events are delivered outside both. The clocks are user code, so
+``next_run`` never reads them: it carries the wake-up's last reading forward
+to the pool's ``end``. A clock that fails (raises, or gives no finite number)
+fails the wake-up that read it, like an exception of the function: the
+series goes on or stops by ``on_error``, and a failed wake-up looks again
+``RETRY`` seconds later.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
-from .._validate import check_capacity
+from .._validate import check_capacity, check_time
 from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.handle import fire_datetimes
@@ -34,6 +39,8 @@ __all__ = ["CalendarRecurrence", "PoolCalendar", "RecurringHandle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
 PAUSED_POLL = 1.0
+# How soon a wake-up whose clocks failed looks again (seconds of the pool's clock).
+RETRY = 1.0
 
 
 class PoolCalendar:
@@ -49,7 +56,9 @@ class PoolCalendar:
         self._watch = ClockWatch(self.read())
 
     def read(self) -> Reading:
-        return Reading(self.wall_clock(), self.clock())
+        """Both clocks; the error of a clock that raises or gives no finite number."""
+        return Reading(check_time(self.wall_clock(), "wall_clock()"),
+                       check_time(self.clock(), "clock()"))
 
     def observe(self, now: Reading, events: list[Event]) -> Any:
         """The jump since the last look, if any (its event added to ``events``); under lock."""
@@ -62,7 +71,7 @@ class PoolCalendar:
 class CalendarRecurrence(Recurrence):
     """The pool's series record for a calendar ``Series``: each run is a wake-up."""
 
-    __slots__ = ("series", "calendar", "fn", "args", "kwargs")
+    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last")
 
     def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
                  fn: Callable[..., Any], args: tuple[Any, ...],
@@ -74,6 +83,7 @@ class CalendarRecurrence(Recurrence):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
+        self.last: Reading | None = None  # the latest reading; None: the last read failed
 
     def ended(self, fut: Future[Any]) -> None:
         """The series' Future is done: the series ends (its event says why)."""
@@ -87,13 +97,16 @@ class CalendarRecurrence(Recurrence):
         """The pool-clock time of the first wake-up."""
         calendar = self.calendar
         with calendar.lock:
-            return self._wake(calendar.read())
+            self.last = now = calendar.read()
+            return self._wake(now)
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
-        calendar = self.calendar
-        with calendar.lock:
-            return self._wake(Reading(calendar.wall_clock(), end)), 0, 0
+        last = self.last
+        if last is None:
+            return end + RETRY, 0, 0
+        with self.calendar.lock:
+            return self._wake(Reading(last.wall + (end - last.mono), end)), 0, 0
 
     def _wake(self, now: Reading) -> float:
         wake = self.series.next_wake(now)
@@ -108,7 +121,8 @@ class CalendarRecurrence(Recurrence):
         series = self.series
         events: list[Event] = []
         with calendar.lock:
-            now = calendar.read()
+            self.last = None
+            self.last = now = calendar.read()
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
             events += decision.events
@@ -126,9 +140,22 @@ class CalendarRecurrence(Recurrence):
             failed = False
         finally:
             CURRENT_FIRE.reset(context)
-            with calendar.lock:
-                ended = series.finished(calendar.read(), failed)
-            calendar.hub.emit(ended)
+            self._end_run(now, failed)
+
+    def _end_run(self, start: Reading, failed: bool) -> None:
+        """The run begun at ``start`` ended: the series is free again, whatever the clocks do."""
+        calendar = self.calendar
+        error = None
+        with calendar.lock:
+            try:
+                end = calendar.read()
+            except Exception as exc:
+                end, error = start, exc
+            events = self.series.finished(end, failed or error is not None)
+            self.last = end  # the start's reading when the end's failed: still a good one
+        calendar.hub.emit(events)
+        if error is not None:
+            raise error
 
 
 class RecurringHandle:
@@ -172,15 +199,21 @@ class RecurringHandle:
         return fire_datetimes(record.series, fires, now)
 
     def pause(self) -> None:
-        """Start no more runs until ``resume``; a run in progress goes on."""
+        """Start no more runs until ``resume``; a run in progress goes on. Nothing once ended."""
+        series = self._record.series
         with self._record.calendar.lock:
-            self._record.series.pause()
+            if not series.stopped:
+                series.pause()
 
     def resume(self) -> None:
-        """Resume (within a second of the pool's clock); fire times meanwhile are skipped."""
+        """Resume (within a second of the pool's clock); fire times meanwhile are skipped.
+
+        Nothing once the series ended: no fire time of it is reported skipped after its end.
+        """
         calendar = self._record.calendar
+        series = self._record.series
         with calendar.lock:
-            events = self._record.series.resume(calendar.read())
+            events = [] if series.stopped else series.resume(calendar.read())
         calendar.hub.emit(events)
 
     def cancel(self) -> bool:
