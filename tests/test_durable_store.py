@@ -68,8 +68,10 @@ def test_claims_in_order_up_to_threshold_and_limit(store: Store) -> None:
     claims = store.claim(10.0, 3, "w", LIVE)
     assert [c.task_id for c in claims] == ["early", "high", "low"]  # time, priority, FIFO
     assert [c.attempts for c in claims] == [1, 1, 1]
-    assert {c.token for c in claims} == {f"w:1:1:{c.task_id}" for c in claims}
-    assert [c.task_id for c in store.claim(10.0, 9, "w", LIVE)] == ["low2"]
+    batch = claims[0].token.split(":")[1]  # one nonce per claim batch
+    assert [c.token for c in claims] == [f"w:{batch}:1:1:{c.task_id}" for c in claims]
+    (last,) = store.claim(10.0, 9, "w", LIVE)
+    assert last.task_id == "low2" and last.token.split(":")[1] != batch
     assert store.claim(29.0, 9, "w", LIVE) == []
     assert store.counts() == {"running": 4, "pending": 1}
 
@@ -140,10 +142,28 @@ def test_release_owner_hands_back_everything_it_held(store: Store) -> None:
         ("a", 2, False), ("b", 1, False), ("c", 1, False)}
 
 
-def test_a_pending_outcome_hands_a_claim_back_unrun(store: Store) -> None:
+def test_a_pending_outcome_hands_a_claim_back_unrun_and_gives_its_attempt_back(
+        store: Store) -> None:
     store.schedule([new("a")])
     (claim,) = store.claim(1e9, 1, "w", LIVE)
     assert store.finish([done(claim, "pending")]) == [True]
+    assert (store.get("a")["state"], store.get("a")["attempts"]) == ("pending", 0)
+    (again,) = store.claim(1e9, 1, "w", LIVE)
+    assert again.attempts == 1
+    # Same owner, version and attempt, yet its own token: the hand-back tried again
+    # (a stored batch whose answer was lost) neither records nor releases anything.
+    assert again.token != claim.token
+    assert store.finish([done(claim, "pending")]) == [False]
+    assert (store.get("a")["state"], store.get("a")["lease_token"]) == ("running", again.token)
+    assert store.finish([done(again)]) == [True]
+    assert store.get("a")["attempts"] == 1
+
+
+def test_a_retry_outcome_keeps_its_attempt(store: Store) -> None:
+    store.schedule([new("a")])
+    (claim,) = store.claim(1e9, 1, "w", LIVE)
+    retry = Outcome(claim.token, "a", claim.version, "pending", "ValueError: x", 50.0)
+    assert store.finish([retry]) == [True]
     (again,) = store.claim(1e9, 1, "w", LIVE)
     assert again.attempts == 2
 

@@ -229,8 +229,8 @@ def test_sigterm_lets_running_tasks_finish_and_hands_back_the_rest(place: dict[s
     assert all(row["lease_owner"] is None for row in after.values()), after  # no lease left
     assert {i for i, row in after.items() if row["state"] == "completed"} == set(started)
     assert {i for i, row in after.items() if row["state"] == "pending"} == set(ids) - set(started)
-    assert "stopped after running 2 tasks (0 failed); 3 unstarted claims handed back" \
-        in worker.stderr()
+    assert ("stopped after running 2 tasks (0 failed); 3 unstarted claims and 0 stopped runs"
+            " handed back") in worker.stderr()
 
     again = start(place, "--max-workers", "2")  # the handed-back rows run, and only they
     with store_of(place) as store:
@@ -253,9 +253,19 @@ def test_second_signal_sets_cancel_tokens_and_exits_promptly(place: dict[str, An
     assert worker.wait() == 0, worker.stderr()
     assert sorted(r.task_id for r in runs(place, "X")) == ids  # each saw its token
     assert "cancel tokens set on 2 running tasks" in worker.stderr()
+    assert "2 stopped runs handed back" in worker.stderr()
     after = rows(place, ids)
-    assert all(row["lease_owner"] is None for row in after.values()), after
-    assert all(row["state"] == "failed" for row in after.values()), after  # TaskCancelled
+    # Stopped by the shutdown, not failed: pending for another worker, no attempt used.
+    assert all((row["state"], row["attempts"], row["lease_owner"]) == ("pending", 0, None)
+               for row in after.values()), after
+
+    release(place)
+    again = start(place, "--max-workers", "2")
+    with store_of(place) as store:
+        wait_for(lambda: store.counts() == {"completed": 2}, TIMEOUT, "both run elsewhere")
+    again.send(signal.SIGTERM)
+    assert again.wait() == 0, again.stderr()
+    assert sorted((r.task_id, r.attempt) for r in runs(place, "E")) == [("a", 1), ("b", 1)]
 
 
 def test_grace_running_out_abandons_the_run_and_a_restart_runs_it_again(place: dict[str, Any]

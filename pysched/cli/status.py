@@ -20,9 +20,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from ..durable.stores import _POSTGRES as POSTGRES_SCHEMES
-from ..durable.stores import _SCHEME as URL_SCHEME
-from ..durable.stores import _SQLITE as SQLITE_SCHEME
+from ..durable import parse_store_target
 from ._common import (
     ExitCode,
     UsageError,
@@ -188,14 +186,11 @@ class _SQLiteReader:
 
 def _connect(target: str) -> _Reader:
     """A reader of the database ``target`` names, read as ``open_store`` reads it."""
-    if target.startswith(POSTGRES_SCHEMES):
-        return _PostgresReader(target)
-    if target.startswith(SQLITE_SCHEME):
-        return _SQLiteReader(target[len(SQLITE_SCHEME):])
-    if URL_SCHEME.match(target) is not None:
-        raise UsageError(f"argument --store: {target!r} is neither a path nor a postgresql://"
-                         " or sqlite:/// URL")
-    return _SQLiteReader(target)
+    try:
+        kind, location = parse_store_target(target)
+    except ValueError as exc:
+        raise UsageError(f"argument --store: {exc}") from exc
+    return _PostgresReader(location) if kind == "postgres" else _SQLiteReader(location)
 
 
 def _oldest(reader: _Reader, table: str, state: str, columns: Sequence[str], order: str,

@@ -179,9 +179,10 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
             pool.close(wait=True)  # every run has returned: its threads only exit
             stats = sched.stats()
             failed = stats["failed"] + stats["errors"]
-            log.info("stopped after running %d tasks (%d failed); %d unstarted claims handed"
-                     " back; no lease left", stats["completed"] + failed, failed,
-                     stats["handed_back"])
+            stopped = stats["stopped_by_close"]
+            log.info("stopped after running %d tasks (%d failed); %d unstarted claims and %d"
+                     " stopped runs handed back; no lease left", stats["completed"] + failed,
+                     failed, stats["handed_back"] - stopped, stopped)
             return ExitCode.OK
         if event is None:
             if (left := deadline - time.monotonic()) > 0 and not storing:

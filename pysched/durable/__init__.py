@@ -24,15 +24,15 @@ from .retry import Retry
 from .runner import DurableFuture, DurableScheduler, DurableTaskFailed, current_task
 from .sqlite import SQLiteStore
 from .store import Claim, NewTask, Outcome, Row, Serves, Store
-from .stores import open_store
+from .stores import StoreTarget, open_store, parse_store_target
 from .timebase import Timebase
 
 __all__ = [
     "REGISTRY", "BadRow", "Claim", "DurableError", "DurableFuture", "DurableScheduler",
     "DurableSeriesHandle",
     "DurableTaskFailed", "MemoryStore", "NewTask", "NotDurable", "Outcome", "PostgresStore",
-    "Retry", "Row", "SQLiteStore", "Serves", "Store", "TaskOptions", "TaskRegistry", "Timebase",
-    "UnknownTask", "current_task", "open_store", "task",
+    "Retry", "Row", "SQLiteStore", "Serves", "Store", "StoreTarget", "TaskOptions", "TaskRegistry",
+    "Timebase", "UnknownTask", "current_task", "open_store", "parse_store_target", "task",
 ]
 
 

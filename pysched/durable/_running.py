@@ -5,7 +5,10 @@ the scheduler is open and no cancel or newer version of its task id has
 reached this process since the claim; otherwise it is handed back unrun (the
 store then records nothing for it, since its row's version moved on, and
 releases the lease). A callable that raises fails its version, logged with
-its traceback; the worker survives.
+its traceback; the worker survives. One raise is not a failure: TaskCancelled
+with reason "closed" while the pool's own token for the run says "closed" (the
+pool was closed with cancel_running, as the worker command does on a second
+signal) hands the version back unrun, for another worker to run.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
-from ..threadpool import ThreadPoolScheduler
+from ..pool.token import CLOSED as POOL_CLOSED
+from ..threadpool import TaskCancelled, ThreadPoolScheduler, current_token
 from . import _local
 from ._futures import DurableFuture
 from ._local import RunningTask
@@ -140,7 +144,27 @@ class Runs:
             try:
                 return COMPLETED, fn(*args, **kwargs), None
             except Exception as exc:  # noqa: BLE001 - recorded as the outcome
+                if _stopped_by_close(exc):
+                    log.warning("task %r version %r: stopped by the closing pool; handed back"
+                                " for another worker", claim.task_id, claim.version)
+                    with self._s.lock:
+                        self._s.counts["stopped_by_close"] += 1
+                    return PENDING, exc, None
                 text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
                 log.error("task %r version %r attempt %d failed", claim.task_id,
                           claim.version, claim.attempts, exc_info=exc)
                 return FAILED, exc, f"{type(exc).__name__}: {exc}\n{text[-_TRACEBACK_MAX:]}"
+
+
+def _stopped_by_close(exc: Exception) -> bool:
+    """Whether ``exc`` is the run's answer to its pool closing under it: "stop here" means
+    "run it elsewhere", not a failure. Both the exception and this run's own token must
+    say "closed", so a TaskCancelled raised for any other reason (or carried out of
+    another pool) still fails the attempt."""
+    if not isinstance(exc, TaskCancelled) or exc.reason != POOL_CLOSED:
+        return False
+    try:
+        token = current_token()
+    except RuntimeError:  # not on a pysched pool: no token of its own
+        return False
+    return token.is_cancelled and token.reason == POOL_CLOSED

@@ -27,8 +27,8 @@ log = logging.getLogger("pysched.durable")
 OPEN, CLOSING, CLOSED = "open", "closing", "closed"
 
 COUNTERS = ("claimed", "reruns", "completed", "failed", "errors", "retried", "not_recorded",
-            "handed_back", "not_started", "claim_rounds", "resyncs", "resyncs_skipped",
-            "bad_rows", "store_errors", "repaired", "skew_refusals", "pruned")
+            "handed_back", "not_started", "stopped_by_close", "claim_rounds", "resyncs",
+            "resyncs_skipped", "bad_rows", "store_errors", "repaired", "skew_refusals", "pruned")
 
 __all__ = ["CLOSED", "CLOSING", "COUNTERS", "OPEN", "Backoff", "Shared", "log"]
 

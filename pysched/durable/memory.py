@@ -38,6 +38,7 @@ from .store import (
     Row,
     Serves,
     Store,
+    batch_prefix,
     check_key,
 )
 
@@ -132,10 +133,11 @@ class MemoryStore(Store):
             for r in blocked:  # an older version's lease, or not served: claimable later
                 self._push(r)
             claims = []
+            batch = batch_prefix(owner)
             for r in due:
                 r["attempts"] += 1
                 r.update(state=RUNNING, lease_owner=owner, lease_expires=now + lease,
-                         lease_token=f"{owner}:{r['version']}:{r['attempts']}:{r['task_id']}")
+                         lease_token=f"{batch}:{r['version']}:{r['attempts']}:{r['task_id']}")
                 claims.append(Claim(r["task_id"], r["version"], r["run_at"], r["priority"],
                                     r["ref"], r["args"], r["attempts"], r["lease_token"],
                                     r["fmt"]))
@@ -154,6 +156,8 @@ class MemoryStore(Store):
                     row.update(state=o.state, updated_at=self._clock())
                     if o.state != PENDING or o.retry_at is not None:
                         row["error"] = o.error
+                    else:  # a hand-back unrun gives its attempt back
+                        row["attempts"] -= 1
                     if o.retry_at is not None:
                         row["run_at"] = o.retry_at
                 row.update(lease_owner=None, lease_token=None, lease_expires=None)

@@ -40,6 +40,7 @@ from .store import (
     Row,
     Serves,
     Store,
+    batch_prefix,
     check_key,
     claim_order,
 )
@@ -198,12 +199,13 @@ class PostgresStore(Store):
             " ORDER BY run_at, priority DESC, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
             f" UPDATE {t} AS t SET state = 'running', attempts = t.attempts + 1,"
             f" lease_owner = %(owner)s, lease_expires = {NOW} + %(lease)s,"
-            " lease_token = %(owner)s || ':' || t.version || ':' || (t.attempts + 1) || ':'"
+            " lease_token = %(batch)s || ':' || t.version || ':' || (t.attempts + 1) || ':'"
             " || t.task_id"
             " FROM due WHERE t.task_id = due.task_id AND t.version = due.version"
             " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
             " t.ref, t.args, t.attempts, t.lease_token, t.fmt, t.seq",
             {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease,
+             "batch": batch_prefix(owner),
              "names": None if serves is None else list(serves.names),
              "prefixes": None if serves is None else list(serves.prefixes),
              "queues": None if serves is None or serves.queues is None
@@ -218,10 +220,13 @@ class PostgresStore(Store):
         with db.transaction():
             # Record where the claim still holds its version; release the
             # lease wherever the token still holds it.
-            # A hand-back unrun (pending, no retry_at) keeps the error of an earlier try.
+            # A hand-back unrun (pending, no retry_at) keeps the error of an earlier try
+            # and gives its attempt back.
             found = db.execute(
                 f"UPDATE {t} AS t SET state = u.s, error = CASE WHEN u.s = 'pending' AND"
                 " u.r IS NULL THEN t.error ELSE u.e END, run_at = coalesce(u.r, t.run_at),"
+                " attempts = t.attempts - CASE WHEN u.s = 'pending' AND u.r IS NULL THEN 1"
+                " ELSE 0 END,"
                 f" updated_at = {NOW}, lease_owner = NULL,"
                 " lease_token = NULL, lease_expires = NULL FROM unnest(%s::text[], %s::text[],"
                 " %s::bigint[], %s::text[], %s::text[], %s::float8[]) AS u(i, k, v, s, e, r)"

@@ -32,6 +32,7 @@ from .store import (
     Row,
     Serves,
     Store,
+    batch_prefix,
     check_key,
     claim_order,
 )
@@ -168,7 +169,7 @@ class SQLiteStore(Store):
             found = db.execute(
                 f"UPDATE {t} SET state = 'running', attempts = attempts + 1,"
                 " lease_owner = :owner, lease_expires = :now + :lease,"
-                " lease_token = :owner || ':' || version || ':' || (attempts + 1) || ':' || task_id"
+                " lease_token = :batch || ':' || version || ':' || (attempts + 1) || ':' || task_id"
                 f" WHERE (task_id, version) IN (SELECT task_id, version FROM {t}"
                 "  WHERE state = 'pending' AND run_at <= :threshold"
                 "  AND (lease_expires IS NULL OR lease_expires < :now)"
@@ -179,8 +180,8 @@ class SQLiteStore(Store):
                 "  ORDER BY run_at, priority DESC, seq LIMIT :limit) AND state = 'pending'"
                 " RETURNING task_id, version, run_at, priority, ref, args, attempts,"
                 " lease_token, fmt, seq",
-                {"owner": owner, "now": now, "lease": lease, "threshold": threshold,
-                 "limit": limit, **_serves_params(serves)}).fetchall()
+                {"owner": owner, "batch": batch_prefix(owner), "now": now, "lease": lease,
+                 "threshold": threshold, "limit": limit, **_serves_params(serves)}).fetchall()
         return [Claim(*r[:9]) for r in claim_order(found)]
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
@@ -188,14 +189,15 @@ class SQLiteStore(Store):
         results = []
         with self._write() as db:
             for o in outcomes:
-                # A hand-back unrun keeps the error of an earlier try.
-                keep_error = o.state == "pending" and o.retry_at is None
+                # A hand-back unrun keeps the error of an earlier try and gives its attempt back.
+                unrun = o.state == "pending" and o.retry_at is None
                 recorded = db.execute(
                     f"UPDATE {t} SET state = ?, error = CASE WHEN ? THEN error ELSE ? END,"
+                    " attempts = attempts - CASE WHEN ? THEN 1 ELSE 0 END,"
                     " run_at = coalesce(?, run_at), updated_at = ?, lease_owner = NULL,"
                     " lease_token = NULL, lease_expires = NULL WHERE task_id = ?"
                     " AND lease_token = ? AND version = ? AND state = 'running'",
-                    (o.state, keep_error, o.error, o.retry_at, self._clock(), o.task_id,
+                    (o.state, unrun, o.error, unrun, o.retry_at, self._clock(), o.task_id,
                      o.token, o.version)).rowcount == 1
                 if recorded and o.state == "pending":
                     self._bump_changes(db)  # claimable again: others must look

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -56,8 +57,8 @@ DEFAULT_QUEUE = "default"
 __all__ = [
     "CANCELLED", "COMPLETED", "DEFAULT_QUEUE", "ERROR", "FAILED", "FINAL_STATES", "KNOWN_STATES",
     "PENDING", "ROW_FORMAT", "RUNNING", "Changes", "Claim", "NewTask", "Outcome", "Row", "Serves",
-    "Store", "check_claim", "check_fields", "check_key", "claim_order", "decode_args",
-    "encode_args",
+    "Store", "batch_prefix", "check_claim", "check_fields", "check_key", "claim_order",
+    "decode_args", "encode_args",
 ]
 
 
@@ -126,7 +127,7 @@ class Claim(NamedTuple):
     ref: str
     args: str
     attempts: int
-    token: str  # "owner:version:attempt:task_id", unique per claim: what finish() compares
+    token: str  # "owner:batch:version:attempt:task_id", unique per claim: what finish() compares
     fmt: int
 
 
@@ -139,8 +140,19 @@ class Outcome(NamedTuple):
     state: str  # completed, failed or error; pending hands the claim back
     error: str | None
     # With state pending: when the version is due again (a retry after a
-    # failure, with its error kept); None keeps run_at (a hand-back unrun).
+    # failure, with its error kept); None keeps run_at and gives the claim's
+    # attempt back (a hand-back unrun, or stopped by its pool closing).
     retry_at: float | None = None
+
+
+def batch_prefix(owner: str) -> str:
+    """The start of the lease tokens of one claim batch: ``owner`` and a nonce.
+
+    A hand-back gives its attempt back, so (owner, version, attempts) can recur;
+    the nonce keeps every claim's token its own, so an outcome of an earlier claim
+    (a stored batch tried again after a lost connection) never matches a later one.
+    """
+    return f"{owner}:{secrets.token_hex(6)}"
 
 
 def check_key(value: Any, name: str, limit: int = MAX_KEY_BYTES) -> str:
@@ -272,8 +284,9 @@ class Store(ABC):
 
         A False still releases the lease if ``token`` holds it. An outcome in
         state pending hands a claimed version back: unrun (closing with work
-        claimed but not started), or to be retried at ``retry_at`` with its
-        error kept. Every recorded outcome sets ``updated_at``.
+        claimed but not started, or stopped by its pool closing), which gives
+        its attempt back; or to be retried at ``retry_at`` with its error kept.
+        Every recorded outcome sets ``updated_at``.
         """
 
     @abstractmethod
