@@ -81,8 +81,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--max-workers", type=_positive_int, default=4, metavar="N",
                         help="tasks run at once (default: %(default)s)")
     parser.add_argument("--prefetch", type=_count, default=None, metavar="N",
-                        help="tasks claimed ahead of a free worker (default: --max-workers);"
-                        " a claim takes up to max-workers + prefetch rows in one commit")
+                        help="tasks claimed ahead of a free worker (default: --max-workers,"
+                        " grown while short tasks finish fast); a claim takes up to"
+                        " max-workers + prefetch rows in one commit")
     parser.add_argument("--grace", type=_seconds, default=25.0, metavar="SECONDS",
                         help="how long running tasks may take to finish after the first"
                         " signal (default: %(default)s)")

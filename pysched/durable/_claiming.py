@@ -1,6 +1,11 @@
 """Claiming: wait for the local head, claim a batch of due rows, hand it to the runs.
 
-At most ``cap`` (max_workers + prefetch) claimed versions are in flight here.
+At most ``cap`` (max_workers + prefetch) claimed versions are in flight here,
+plus, when no prefetch was given, up to ``grow`` more: as many as this worker
+has recently been finishing in ``AUTO_WAIT`` seconds (and in a tenth of the
+lease), so a backlog of short tasks is claimed in larger batches, one commit
+each, while a claimed row still waits only a moment for a thread: long tasks
+keep the batch at max_workers + prefetch and leave the rest to other workers.
 A claim that fails is retried with backoff; the entries it popped go back on
 the local heap. The store, not the heap, decides what is claimed, so a stale
 entry costs one claim that finds nothing.
@@ -13,7 +18,10 @@ from ._mirror import Entry, Mirror
 from ._running import Runs
 from ._shared import OPEN, Backoff, Shared, log
 
-__all__ = ["Claimer"]
+__all__ = ["AUTO_PREFETCH_MAX", "AUTO_WAIT", "Claimer"]
+
+AUTO_PREFETCH_MAX = 256  # claims beyond max_workers + prefetch, at most
+AUTO_WAIT = 0.1  # seconds of this worker's recent finishing rate a batch may hold unstarted
 
 
 class Claimer:
@@ -24,6 +32,8 @@ class Claimer:
         self._mirror = mirror
         self._runs = runs
         self._backoff = Backoff(shared.poll, max(shared.poll, 5.0))
+        self.rate = 0.0  # claims finished per second of ``clock``, smoothed over claim rounds
+        self._seen = (shared.clock(), 0)  # (clock, claims finished) at the last measure
 
     def run(self) -> None:
         s = self._s
@@ -34,7 +44,7 @@ class Claimer:
                     while True:
                         if s.state != OPEN:
                             return
-                        room = s.cap - len(s.inflight)
+                        room = s.cap + self._growth() - len(s.inflight)
                         delay = self._mirror.pop_due(room, popped) if room > 0 else None
                         if popped:
                             break
@@ -45,6 +55,21 @@ class Claimer:
             with s.lock:
                 s.dispatching = False
                 s.chores.notify_all()
+
+    def _growth(self) -> int:
+        """How far the batch may grow now (the caller holds the lock): the claims this
+        worker finished in the last ``AUTO_WAIT`` seconds at its recent rate, bounded by
+        ``grow`` and by a tenth of the lease, so a grown batch starts long before its
+        leases would matter even if the heartbeat stalled."""
+        s = self._s
+        if not s.grow:
+            return 0
+        now, finished = s.clock(), s.counts["claimed"] - len(s.inflight)
+        then, before = self._seen
+        if now - then >= AUTO_WAIT:
+            self.rate = ((finished - before) / (now - then) + self.rate) / 2
+            self._seen = (now, finished)
+        return min(s.grow, int(self.rate * min(AUTO_WAIT, s.lease / 10)))
 
     def _claim(self, popped: list[Entry], room: int) -> None:
         """Claim due rows up to the latest popped instant; re-check popped ones not won."""

@@ -38,7 +38,7 @@ class Shared:
 
     def __init__(self, *, store: Store, owner: str, registry: TaskRegistry, lease: float,
                  beat: float, poll: float, resync_every: float, max_skew: float,
-                 cap: int, clock: Callable[[], float], timebase: Timebase,
+                 cap: int, clock: Callable[[], float], timebase: Timebase, grow: int = 0,
                  queues: tuple[str, ...] | None = None, retention: float | None = None,
                  stale_after: float = 300.0) -> None:
         self.store = store
@@ -50,6 +50,7 @@ class Shared:
         self.resync_every = resync_every
         self.max_skew = max_skew
         self.cap = cap  # claimed versions in flight here at most (0: a producer only)
+        self.grow = grow  # at most this many more while the run rate keeps them short-lived
         self.queues = queues  # served here; None: every queue
         self.retention = retention  # seconds finished rows are kept; None: for ever
         self.stale_after = stale_after  # due this long and unclaimed: reported in stats()
