@@ -484,10 +484,12 @@ cdef class StableBoundedPriorityQueue:
         # The key table names exactly the live keyed records.
         if self._keys is not None:
             self._keys._check()
+            assert self._key_rec_capacity >= self._keys.slot_limit(), "key slots covered"
         assert len(keyed) == (len(self._keys) if self._keys is not None else 0)
         # Each tenant counts its live records, is within its limit, and is forgotten at 0.
         if self._tenants is not None:
             self._tenants._check()
+            assert self._tenant_count_capacity >= self._tenants.slot_limit(), "tenant slots covered"
             for k in range(self._tenants.slot_limit()):
                 if self._tenants.key(k) is _FREE:  # a free slot
                     assert tenanted[k] == 0
@@ -626,18 +628,24 @@ cdef class StableBoundedPriorityQueue:
         out.reason = reason
         out.value = self._values[r]
         self._values[r] = None  # out holds it until the caller returns
-        # The tables give memory back as they empty (IdTable.shrink); the
-        # per-slot arrays beside them, 4 or 8 bytes a slot, keep their size.
+        # The tables give memory back as they empty, and the per-slot arrays
+        # beside them follow when their slots are cut.
         if rec.key_slot >= 0:
             out.key = self._keys.remove(rec.key_slot)
-            self._keys.shrink()
+            if self._keys.shrink():
+                self._key_rec_capacity = _fitted(
+                    <void**>&self._key_rec, self._key_rec_capacity, self._keys.slot_limit(),
+                    sizeof(int32_t))
         if ts >= 0:
             self._tenant_count[ts] -= 1
             if self._tenant_count[ts]:
                 out.tenant = self._tenants.key(ts)
             else:
                 out.tenant = self._tenants.remove(ts)
-                self._tenants.shrink()
+                if self._tenants.shrink():
+                    self._tenant_count_capacity = _fitted(
+                        <void**>&self._tenant_count, self._tenant_count_capacity,
+                        self._tenants.slot_limit(), sizeof(Py_ssize_t))
         rec.alive = 0
         rec.key_slot = -1
         rec.tenant_slot = -1

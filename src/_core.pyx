@@ -70,6 +70,17 @@ cdef void _shrink(void** array, Py_ssize_t n, size_t item) noexcept:
         array[0] = resized
 
 
+cdef Py_ssize_t _fitted(void** array, Py_ssize_t capacity, Py_ssize_t used, size_t item) noexcept:
+    """Give memory back: the new capacity of ``array``, cut to ``2 * used`` (at least 16)
+    once under a quarter of it is used, so that an oscillating load does not
+    resize at every step; else ``capacity`` unchanged."""
+    cdef Py_ssize_t n = max(16, 2 * used)
+    if used * 4 >= capacity or n >= capacity:
+        return capacity
+    _shrink(array, n, item)
+    return n
+
+
 include "_checks.pxi"
 include "_id_table.pxi"
 include "_scheduler.pxi"

@@ -678,9 +678,8 @@ cdef class Scheduler:
             del self._runs[n:]
         except MemoryError:
             pass  # longer than needed is still whole
-        if n * 4 < self._slots_capacity:
-            _shrink(<void**>&self._slots, max(16, 2 * n), sizeof(SlotState))
-            self._slots_capacity = max(16, 2 * n)
+        self._slots_capacity = _fitted(<void**>&self._slots, self._slots_capacity, n,
+                                       sizeof(SlotState))
 
     cdef int _finish(self, Task task, str state, object exception) except -1:
         cdef Py_ssize_t slot = task._slot

@@ -226,12 +226,13 @@ def test_the_core_gives_memory_back_after_a_drain():
 
 @pytest.mark.skipif(NO_EXTENSIONS, reason="the core's own allocations")
 def test_the_core_queue_gives_memory_back_after_a_drain():
-    """Core: the bounded queue's arrays, too, stayed at their peak size."""
+    """Core: the bounded queue's arrays, too, stayed at their peak size; then its per-key
+    and per-tenant arrays did (1.3 MB of a 21.5 MB peak left; 2.6 kB once they shrink)."""
     core = compiled_module()
 
     def fill(q):
         for i in range(100_000):
-            q.push(i % 1000, i, key=i if i % 2 else None)
+            q.push(i % 1000, i, key=i if i % 2 else None, tenant=i if i % 3 else None)
 
     def drain(q):
         while q:
@@ -240,7 +241,7 @@ def test_the_core_queue_gives_memory_back_after_a_drain():
 
     peak, left = allocations_left_after_a_drain(
         lambda: core.StableBoundedPriorityQueue(100_000), fill, drain)
-    assert left < 0.10 * peak, f"{left} of a {peak}-byte peak kept"
+    assert left < 0.01 * peak, f"{left} of a {peak}-byte peak kept"
 
 
 def test_stale_entries_of_cut_slots_stay_stale(impl):
