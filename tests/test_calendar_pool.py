@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import pytest
 from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
-from pysched import Cron, Every, ThreadPoolScheduler
+from pysched import Cron, Every, SchedulerFull, ThreadPoolScheduler
 from pysched.calendar import Event, current_fire
 
 W0 = datetime(2025, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
@@ -192,6 +192,22 @@ def test_pause_and_resume_do_nothing_once_the_series_ended(setup, clock):
     assert other.cancel()
     other.pause()
     assert not other.paused and repr(other) == "<RecurringHandle 'other' cancelled>"
+
+
+def test_a_series_the_pool_ends_says_so_in_its_event(make_pool, clock):
+    pool = make_pool(max_pending=1, wall_clock=Wall(clock))
+    events: list[Event] = []
+    pool.add_listener(events.append)
+
+    def fill():  # takes the only pending place while the series' wake-up runs
+        pool.schedule("other", 1000.0, 0, print)
+
+    handle = pool.schedule_recurring("tick", Every(10), 0, fill)
+    clock.wait_for_sleeper(10.0)
+    clock.advance(10.0)
+    with pytest.raises(SchedulerFull):
+        handle.future.result(WAIT)
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "error")]
 
 
 @pytest.mark.parametrize("broken", [OSError("wall clock broke"), "noon", float("nan")])

@@ -266,8 +266,8 @@ class Series:
         return events
 
     def cancel(self, reason: str = CANCELLED) -> list[Event]:
-        """End the series; nothing more starts. ``reason``: "cancelled", "replaced" or
-        "closed" (the scheduler's)."""
+        """End the series; nothing more starts. ``reason``: "cancelled", "replaced",
+        "closed" or "error" (the scheduler's)."""
         if self.stopped:
             return []
         return self._stop(reason, None, 0.0)

@@ -29,6 +29,7 @@ from typing import Any
 from .._validate import check_capacity, check_time
 from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
 from ..calendar.current import CURRENT_FIRE
+from ..calendar.events import ERROR
 from ..calendar.handle import fire_datetimes
 from .book import REPLACED
 from .future import TaskFuture
@@ -86,11 +87,17 @@ class CalendarRecurrence(Recurrence):
         self.last: Reading | None = None  # the latest reading; None: the last read failed
 
     def ended(self, fut: Future[Any]) -> None:
-        """The series' Future is done: the series ends (its event says why)."""
+        """The series' Future is done: the series ends (its event says why).
+
+        A failed Future: the pool ended the series (a run that failed or timed
+        out under on_error="stop", or a next wake-up it refused), reason "error".
+        """
         reason = fut._cancel_reason if isinstance(fut, TaskFuture) else None
+        if reason not in (REPLACED, CLOSED):
+            reason = CANCELLED if fut.cancelled() else ERROR
         calendar = self.calendar
         with calendar.lock:
-            events = self.series.cancel(reason if reason in (REPLACED, CLOSED) else CANCELLED)
+            events = self.series.cancel(reason)
         calendar.hub.emit(events)
 
     def first_wake(self) -> float:
