@@ -10,7 +10,7 @@ What differs, where it costs no compatibility:
 
 - ``cancel`` is O(1) amortised instead of O(n) (``list.remove`` + ``heapify``).
 - A thread blocked in ``run()`` wakes when another thread enters an earlier
-  event or cancels one (CPython issue 81355), as long as ``delayfunc`` is
+  event or cancels one (the standard library's sleeps through it), as long as ``delayfunc`` is
   ``time.sleep``: the wait is then a ``threading.Condition`` wait, which is
   what a sleep does, except that it can be interrupted. Any other
   ``delayfunc`` is called exactly as ``sched`` calls it.
