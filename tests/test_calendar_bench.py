@@ -27,7 +27,7 @@ def test_each_fault_of_a_run_is_counted_apart():
             (0, 101.5, 101.502),
             (0, 101.5, 101.7),             # the same fire time again
             (0, 102.5, 102.49),            # started before its fire time
-            (1, 101.25, 101.25),
+            (1, 101.252, 101.26),          # 2 ms off its place: shifted, still counted
             (1, 103.55, 103.6),            # not one of series 1's fire times
             (1, 105.25, 105.3)]            # after the window: not counted
     figures = calendar.summarize(jobs, runs, recording(runs, start))
@@ -37,6 +37,7 @@ def test_each_fault_of_a_run_is_counted_apart():
     assert figures["duplicate"] == 1
     assert figures["early"] == 1
     assert figures["off_grid"] == 1
+    assert figures["shifted"] == 1 and figures["shift_max_ms"] == pytest.approx(2.0)
     assert figures["dropped"] == 2
     assert figures["lateness_max_ms"] == pytest.approx(100.0)
     assert figures["cpu_per_fire_us"] == pytest.approx(1e5)
