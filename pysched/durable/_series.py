@@ -28,6 +28,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
+from .._validate import check_time
 from ..calendar import Cron, Event, Reading, Series, SeriesBook
 from ..calendar.events import CANCELLED as CANCELLED_REASON
 from ..calendar.events import CLOSED, REPLACED, SKIPPED
@@ -156,21 +157,30 @@ class SeriesDriver:
 
     # -- deciding and running ---------------------------------------------------------------
 
-    def tick(self) -> None:
-        """Start the fire times due now, each on a worker."""
+    def tick(self) -> bool:
+        """Start the fire times due now, each on a worker; False if the clocks failed
+        (logged; nothing was decided, so look again later)."""
+        # Only the series thread wakes the book, so a reading taken before the lock
+        # is still the newest it sees.
+        try:
+            woke = self._checked_read()
+        except Exception:
+            log.exception("durable series: reading the clocks failed; trying again later")
+            return False
         with self.lock:
-            starts = self.book.wake(self.read())
+            starts = self.book.wake(woke)
             entries = [self.entries[str(series.series_id)] for series, _ in starts]
         self.book.flush()
         for entry, (series, fire) in zip(entries, starts, strict=True):
             try:
-                handle = self.start(partial(self._run, entry, series, fire.fire_time),
+                handle = self.start(partial(self._run, entry, series, fire.fire_time, woke),
                                     entry.row.priority)
             except Exception:  # the worker pool is closed: the scheduler is closing
                 self.hub.emit([self._not_started(series, fire.fire_time)])
                 continue
             if isinstance(handle, Future):  # cancelled unstarted when the pool closes
                 handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time))
+        return True
 
     def _if_cancelled(self, series: Series, fire_time: float, done: Future[Any]) -> None:
         if done.cancelled():
@@ -186,16 +196,41 @@ class SeriesDriver:
         return Event(series.series_id, SKIPPED, reason, fire_time, now.wall - fire_time, 1,
                      fire_time, "wall")
 
-    def _run(self, entry: Entry, series: Series, fire_time: float) -> None:
-        """Worker: claim one fire time of ``series`` and, if the claim is ours, run it."""
+    def _checked_read(self) -> Reading:
+        """Both clocks; the error of a clock that raises or gives no finite number."""
+        now = self.read()
+        return Reading(check_time(now.wall, "wall_clock()"), check_time(now.mono, "clock()"))
+
+    def _run(self, entry: Entry, series: Series, fire_time: float, woke: Reading) -> None:
+        """Worker: claim one fire time of ``series`` and, if the claim is ours, run it.
+
+        ``woke`` is the reading the fire time was decided at. The clocks are user
+        code, read outside the lock: one that fails fails this run only (its
+        series goes on or stops by ``on_error``), and the series is always freed.
+        """
+        try:
+            begun: Reading | None = self._checked_read()
+        except Exception:
+            log.exception("durable series %r: reading the clocks to start fire time %r failed",
+                          series.series_id, fire_time)
+            begun = None
         with self.lock:
             stopped = series.stopped
-            go = not stopped and self.book.begin(series, self.read())
+            if stopped or begun is None:
+                go = False
+                if not stopped:  # the run decided by wake ends here, failed
+                    self.book.finished(series, woke, failed=True)
+            else:
+                go = self.book.begin(series, begun)
         self.book.flush()
         if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
             self.hub.emit([self._not_started(series, fire_time)])
+        if begun is None and not stopped:
+            self._count("series_failed")
+            self._stop_if_failed(entry, series)
         if not go:
             return
+        assert begun is not None
         claim: FireClaim | None = None
         failed = False
         try:
@@ -212,10 +247,22 @@ class SeriesDriver:
                 self._count("series_fires")
                 failed = self._call(entry, claim)
         finally:
+            try:
+                ended = self._checked_read()
+            except Exception:
+                log.exception("durable series %r: reading the clocks as fire time %r ended"
+                              " failed", series.series_id, fire_time)
+                ended, failed = begun, True
+                self._count("series_failed")
             with self.lock:
-                self.book.finished(series, self.read(), failed)
+                self.book.finished(series, ended, failed)
             self.book.flush()
-        if failed and series.stopped:  # on_error="stop": the series ends in every process
+        if failed:
+            self._stop_if_failed(entry, series)
+
+    def _stop_if_failed(self, entry: Entry, series: Series) -> None:
+        """After a failed run: on_error="stop" ended ``series``, so it ends in every process."""
+        if series.stopped:
             self._guarded(partial(self.table.set_state, entry.row.series_id, entry.generation,
                                   CANCELLED), "stopping a failed series")
 
@@ -303,9 +350,9 @@ class SeriesDriver:
             if now >= next_prune:
                 self._guarded(self.prune, "pruning old fire times")
                 next_prune = clock() + prune_every
-            self.tick()
+            ticked = self.tick()
             with self.lock:
-                wake = self.book.next_wake()
+                wake = self.book.next_wake() if ticked else None  # failed: at the next chores
                 until = next_chores if wake is None else min(wake, next_chores)
                 if not closing.is_set():
                     self.wakeup.wait(max(0.0, until - clock()))
