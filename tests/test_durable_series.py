@@ -489,3 +489,23 @@ def test_a_clock_failing_as_fire_times_are_decided_decides_nothing_until_it_work
     clocks.broken = None
     assert here.tick() is True
     assert [fire for _, fire, _ in RAN] == [T0 + 1]
+
+
+@pytest.mark.parametrize("when", ["start", "end"])
+def test_a_clock_failing_in_a_series_that_stops_on_error_stops_it_in_the_store(
+        store: Any, when: str) -> None:
+    table = store.series_table()
+    clocks = BrokenClocks()
+    BREAKING[:] = [(clocks, OSError("clock unavailable"))]
+    start = datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)
+    put(table, Every(1, start=start), on_error="stop",
+        ref="series-break-clocks" if when == "end" else "series-tick")
+    here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda ref, queue: True,
+                        read=clocks.read, lease=30.0,
+                        start=lambda job, priority: (when == "start" and break_clocks("a"),
+                                                     job()))
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)
+    assert [e.kind for e in events][:1] == ["failed"] and events[-1].kind == "stopped"
+    assert table.rows() == []  # cancelled in the store: every process stops it
