@@ -440,6 +440,14 @@ def break_clocks(label: str) -> None:
 REGISTRY.register(break_clocks, "series-break-clocks")
 
 
+def every_second_on_clocks_to_break(store: Any) -> tuple[SeriesDriver, BrokenClocks]:
+    """A driver of a series firing every second from T0 + 1, on clocks a test breaks."""
+    clocks = BrokenClocks()
+    table = store.series_table()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
+    return driver(table, clocks, "here"), clocks
+
+
 @pytest.mark.parametrize("when", ["start", "end"])
 @pytest.mark.parametrize("broken", BROKEN, ids=["raises", "noon", "nan"])
 def test_a_clock_failing_as_a_run_starts_or_ends_fails_that_run_only(
@@ -477,10 +485,7 @@ def test_a_clock_failing_as_a_run_starts_or_ends_fails_that_run_only(
 @pytest.mark.parametrize("broken", BROKEN, ids=["raises", "noon", "nan"])
 def test_a_clock_failing_as_fire_times_are_decided_decides_nothing_until_it_works(
         store: Any, broken: Any) -> None:
-    table = store.series_table()
-    clocks = BrokenClocks()
-    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
-    here = driver(table, clocks, "here")
+    here, clocks = every_second_on_clocks_to_break(store)
     here.sync()
     clocks.advance(1)
     clocks.broken = broken
@@ -509,3 +514,25 @@ def test_a_clock_failing_in_a_series_that_stops_on_error_stops_it_in_the_store(
     step([here], clocks)
     assert [e.kind for e in events][:1] == ["failed"] and events[-1].kind == "stopped"
     assert table.rows() == []  # cancelled in the store: every process stops it
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=["raises", "noon", "nan"])
+def test_a_clock_failing_as_the_series_are_re_read_refuses_none_of_them(
+        store: Any, broken: Any) -> None:
+    here, clocks = every_second_on_clocks_to_break(store)
+    clocks.broken = broken
+    here.chores()  # the re-read fails (logged); the row is not refused for good
+    assert here.counts["series_refused"] == 0
+    clocks.broken = None
+    step([here], clocks)
+    assert [fire for _, fire, _ in RAN] == [T0 + 1]
+
+
+def test_a_failing_clock_stores_no_series(store: Any) -> None:
+    clocks = BrokenClocks()
+    with DurableScheduler(store, registry=REGISTRY, max_workers=0,
+                          wall_clock=lambda: clocks.read().wall) as sched:
+        clocks.broken = float("nan")
+        with pytest.raises(ValueError, match="wall_clock"):
+            sched.schedule_recurring("s", Every(1), 0, tick, args=["a"])
+        assert store.series_table().rows() == []

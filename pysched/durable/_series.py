@@ -96,11 +96,12 @@ class SeriesDriver:
     def sync(self) -> None:
         """Re-read the stored series: adopt new generations, follow pauses, drop the ended."""
         rows = self.table.rows()
+        now = self.checked_read()  # a failing clock fails this re-read, refusing no row
         with self.lock:
             live = set()
             for row in rows:
                 live.add(row.series_id)
-                self._adopt(row)
+                self._adopt(row, now)
             for series_id in [i for i in self.entries if i not in live]:
                 del self.entries[series_id]
                 self.book.cancel(series_id)
@@ -109,22 +110,23 @@ class SeriesDriver:
 
     def adopt(self, row: SeriesRow) -> Entry:
         """Take ``row`` (just stored here) as the current generation of its series."""
+        now = self.checked_read()
         with self.lock:
-            entry = self._adopt(row)
+            entry = self._adopt(row, now)
             self.wakeup.notify_all()
         self.book.flush()
         return entry
 
-    def _adopt(self, row: SeriesRow) -> Entry:
+    def _adopt(self, row: SeriesRow, now: Reading) -> Entry:
         """Under lock: make the entry for ``row`` current; refusals are logged once."""
         entry = self.entries.get(row.series_id)
         # A series not served here is looked at again: its task may be registered since.
         if (entry is None or entry.generation != row.generation
                 or entry.series is None and not entry.refused
                 and self.served(row.ref, row.queue)):
-            entry = self.entries[row.series_id] = self._entry(row)
+            entry = self.entries[row.series_id] = self._entry(row, now)
             if entry.series is not None:
-                self.book.add(entry.series, self.read())
+                self.book.add(entry.series, now)
             elif row.series_id in self.book:
                 self.book.cancel(row.series_id)  # the new generation is not served here
         series = entry.series
@@ -132,10 +134,10 @@ class SeriesDriver:
             if row.state == PAUSED and not series.paused:
                 self.book.pause(row.series_id)
             elif row.state == ACTIVE and series.paused:
-                self.book.resume(row.series_id, self.read())
+                self.book.resume(row.series_id, now)
         return entry
 
-    def _entry(self, row: SeriesRow) -> Entry:
+    def _entry(self, row: SeriesRow, now: Reading) -> Entry:
         """A new entry for ``row``: its Series and callable if this process runs it."""
         if not self.served(row.ref, row.queue):
             return Entry(row.generation, None, None, [], {}, row)
@@ -146,7 +148,7 @@ class SeriesDriver:
             last_fire = row.last_fire
             if last_fire is None and isinstance(spec.trigger, Cron):
                 last_fire = row.created  # fire times missed before any claim still count
-            series = Series(row.series_id, spec.trigger, self.read(), last_fire=last_fire,
+            series = Series(row.series_id, spec.trigger, now, last_fire=last_fire,
                             timeline="wall", **spec.policies._asdict())
         except (BadRow, UnknownTask, ValueError, TypeError) as exc:
             log.error("durable series %r generation %r refused: %s", row.series_id,
@@ -163,7 +165,7 @@ class SeriesDriver:
         # Only the series thread wakes the book, so a reading taken before the lock
         # is still the newest it sees.
         try:
-            woke = self._checked_read()
+            woke = self.checked_read()
         except Exception:
             log.exception("durable series: reading the clocks failed; trying again later")
             return False
@@ -176,19 +178,25 @@ class SeriesDriver:
                 handle = self.start(partial(self._run, entry, series, fire.fire_time, woke),
                                     entry.row.priority)
             except Exception:  # the worker pool is closed: the scheduler is closing
-                self.hub.emit([self._not_started(series, fire.fire_time)])
+                self.hub.emit([self._not_started(series, fire.fire_time, woke)])
                 continue
             if isinstance(handle, Future):  # cancelled unstarted when the pool closes
-                handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time))
+                handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time,
+                                                 woke))
         return True
 
-    def _if_cancelled(self, series: Series, fire_time: float, done: Future[Any]) -> None:
+    def _if_cancelled(self, series: Series, fire_time: float, woke: Reading,
+                      done: Future[Any]) -> None:
         if done.cancelled():
-            self.hub.emit([self._not_started(series, fire_time)])
+            self.hub.emit([self._not_started(series, fire_time, woke)])
 
-    def _not_started(self, series: Series, fire_time: float) -> Event:
-        """The event for a fire time decided but not started when its series ended."""
-        now = self.read()
+    def _not_started(self, series: Series, fire_time: float, woke: Reading) -> Event:
+        """The event for a fire time decided (at ``woke``) but not started when its series
+        ended; its lateness is from ``woke`` if the clocks fail now."""
+        try:
+            now = self.checked_read()
+        except Exception:
+            now = woke
         with self.lock:
             current = self.entries.get(str(series.series_id))
             replaced = current is not None and current.series is not series
@@ -196,7 +204,7 @@ class SeriesDriver:
         return Event(series.series_id, SKIPPED, reason, fire_time, now.wall - fire_time, 1,
                      fire_time, "wall")
 
-    def _checked_read(self) -> Reading:
+    def checked_read(self) -> Reading:
         """Both clocks; the error of a clock that raises or gives no finite number."""
         now = self.read()
         return Reading(check_time(now.wall, "wall_clock()"), check_time(now.mono, "clock()"))
@@ -209,7 +217,7 @@ class SeriesDriver:
         series goes on or stops by ``on_error``), and the series is always freed.
         """
         try:
-            begun: Reading | None = self._checked_read()
+            begun: Reading | None = self.checked_read()
         except Exception:
             log.exception("durable series %r: reading the clocks to start fire time %r failed",
                           series.series_id, fire_time)
@@ -224,7 +232,7 @@ class SeriesDriver:
                 go = self.book.begin(series, begun)
         self.book.flush()
         if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
-            self.hub.emit([self._not_started(series, fire_time)])
+            self.hub.emit([self._not_started(series, fire_time, woke)])
         if begun is None and not stopped:
             self._count("series_failed")
             self._stop_if_failed(entry, series)
@@ -248,7 +256,7 @@ class SeriesDriver:
                 failed = self._call(entry, claim)
         finally:
             try:
-                ended = self._checked_read()
+                ended = self.checked_read()
             except Exception:
                 log.exception("durable series %r: reading the clocks as fire time %r ended"
                               " failed", series.series_id, fire_time)
@@ -421,7 +429,7 @@ class DurableSeriesHandle:
             if self._ended():
                 return []
             fires = self._trigger_series.next_fire_times(n)
-        return fire_datetimes(self._trigger_series, fires, self._driver.read())
+        return fire_datetimes(self._trigger_series, fires, self._driver.checked_read())
 
     def pause(self) -> None:
         """Start no more runs of it in any process until ``resume``."""
@@ -436,11 +444,12 @@ class DurableSeriesHandle:
     def resume(self) -> None:
         """Resume; fire times that came due while paused are skipped, with events."""
         if self._driver.table.set_state(self.series_id, self.generation, ACTIVE):
+            now = self._driver.checked_read()
             with self._driver.lock:
                 if self._local() is not None and self._trigger_series.paused:
-                    self._driver.book.resume(self.series_id, self._driver.read())
+                    self._driver.book.resume(self.series_id, now)
                 elif self._local() is None:
-                    self._trigger_series.resume(self._driver.read())
+                    self._trigger_series.resume(now)
                 self._driver.wakeup.notify_all()
             self._driver.book.flush()
 

@@ -373,7 +373,7 @@ class DurableScheduler:
         ref = self.registry.reference(fn)
         args_text = encode_args(args, kwargs)
         queue = self.registry.options(ref).queue if queue is None else check_key(queue, "queue")
-        now = self._series.read()
+        now = self._series.checked_read()  # a clear error, never a nan stored
         # Checks every policy (naming the argument) before anything is stored.
         probe = Series(task_id, trigger, now, timeline="wall",
                        last_fire=now.wall if isinstance(trigger, Cron) else None,
