@@ -170,8 +170,10 @@ def test_a_restart_under_the_same_owner_reclaims_its_leases_at_once(make: Any) -
     crashed = make()
     crashed.close()
     crashed.store.schedule([NewTask("a", 0.0, 0, "note", ARGS)])
-    (claim,) = crashed.store.claim(1e9, 1, "node-1", 3600.0)  # the "crashed" run
-    s = make(owner="node-1")
+    # The "crashed" run: 5 s left of a 30 s lease, so last renewed two heartbeats ago
+    # and more (one renewed since may be a live process's: tests/test_durable_owner.py).
+    (claim,) = crashed.store.claim(1e9, 1, "node-1", 5.0)
+    s = make(owner="node-1", lease=30.0)
     h.wait_for(lambda: s.row("a")["state"] == "completed", what="the re-run")
     assert s.row("a")["attempts"] == 2 and s.stats()["reruns"] == 1
 

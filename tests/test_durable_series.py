@@ -412,3 +412,127 @@ def test_a_durable_scheduler_runs_its_series_on_its_workers(store: Any) -> None:
     assert fires == sorted(set(fires))  # each once, in order
     assert stats["series_fires"] >= 3 and stats["series_events"]["stopped.cancelled"] == 1
     assert [e.reason for e in events if e.kind == "stopped"] == ["cancelled"]
+
+
+
+class BrokenClocks(Clocks):
+    """Clocks that, once ``broken`` is set, raise it (an exception) or give it as the wall time."""
+
+    broken: Any = None
+
+    def read(self) -> Reading:
+        if isinstance(self.broken, BaseException):
+            raise self.broken
+        if self.broken is not None:
+            return Reading(self.broken, self.mono)
+        return super().read()
+
+
+BROKEN = [OSError("clock unavailable"), "noon", float("nan")]
+BREAKING: list[tuple[BrokenClocks, Any]] = []  # the clocks the task below breaks, and how
+
+
+def break_clocks(label: str) -> None:
+    clocks, broken = BREAKING[0]
+    clocks.broken = broken
+
+
+REGISTRY.register(break_clocks, "series-break-clocks")
+
+
+def every_second_on_clocks_to_break(store: Any) -> tuple[SeriesDriver, BrokenClocks]:
+    """A driver of a series firing every second from T0 + 1, on clocks a test breaks."""
+    clocks = BrokenClocks()
+    table = store.series_table()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
+    return driver(table, clocks, "here"), clocks
+
+
+@pytest.mark.parametrize("when", ["start", "end"])
+@pytest.mark.parametrize("broken", BROKEN, ids=["raises", "noon", "nan"])
+def test_a_clock_failing_as_a_run_starts_or_ends_fails_that_run_only(
+        store: Any, broken: Any, when: str) -> None:
+    table = store.series_table()
+    clocks = BrokenClocks()
+    BREAKING[:] = [(clocks, broken)]
+    start = datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)
+    if when == "end":  # the task breaks the clocks: the end's reading fails
+        put(table, Every(1, start=start), ref="series-break-clocks")
+        here = driver(table, clocks, "here")
+    else:  # broken between the decision (tick) and the run's start
+        put(table, Every(1, start=start))
+        here = SeriesDriver(table, owner="here", registry=REGISTRY,
+                            served=lambda ref, queue: True, read=clocks.read, lease=30.0,
+                            start=lambda job, priority: (break_clocks("a"), job()))
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)  # fire time T0 + 1: no exception escapes the worker
+    assert here.counts["series_failed"] == 1
+    assert [(e.kind, e.fire_time) for e in events] == [("failed", T0 + 1)]
+    assert here.counts["series_fires"] == (1 if when == "end" else 0)
+    if when == "end":
+        assert table.fire("s", 1, T0 + 1)["state"] == "done"  # type: ignore[index]
+
+    # The series was freed: with working clocks the next fire time runs.
+    BREAKING[:] = [(clocks, None)]
+    clocks.broken = None
+    here.start = lambda job, priority: job()
+    step([here], clocks)
+    assert here.counts["series_fires"] == (2 if when == "end" else 1)
+    assert here.counts["series_failed"] == 1
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=["raises", "noon", "nan"])
+def test_a_clock_failing_as_fire_times_are_decided_decides_nothing_until_it_works(
+        store: Any, broken: Any) -> None:
+    here, clocks = every_second_on_clocks_to_break(store)
+    here.sync()
+    clocks.advance(1)
+    clocks.broken = broken
+    assert here.tick() is False  # logged, nothing escapes the series thread
+    assert RAN == []
+    clocks.broken = None
+    assert here.tick() is True
+    assert [fire for _, fire, _ in RAN] == [T0 + 1]
+
+
+@pytest.mark.parametrize("when", ["start", "end"])
+def test_a_clock_failing_in_a_series_that_stops_on_error_stops_it_in_the_store(
+        store: Any, when: str) -> None:
+    table = store.series_table()
+    clocks = BrokenClocks()
+    BREAKING[:] = [(clocks, OSError("clock unavailable"))]
+    start = datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)
+    put(table, Every(1, start=start), on_error="stop",
+        ref="series-break-clocks" if when == "end" else "series-tick")
+    here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda ref, queue: True,
+                        read=clocks.read, lease=30.0,
+                        start=lambda job, priority: (when == "start" and break_clocks("a"),
+                                                     job()))
+    events: list[Any] = []
+    here.hub.add_listener(events.append)
+    step([here], clocks)
+    assert [e.kind for e in events][:1] == ["failed"] and events[-1].kind == "stopped"
+    assert table.rows() == []  # cancelled in the store: every process stops it
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=["raises", "noon", "nan"])
+def test_a_clock_failing_as_the_series_are_re_read_refuses_none_of_them(
+        store: Any, broken: Any) -> None:
+    here, clocks = every_second_on_clocks_to_break(store)
+    clocks.broken = broken
+    here.chores()  # the re-read fails (logged); the row is not refused for good
+    assert here.counts["series_refused"] == 0
+    clocks.broken = None
+    step([here], clocks)
+    assert [fire for _, fire, _ in RAN] == [T0 + 1]
+
+
+def test_a_failing_clock_stores_no_series(store: Any) -> None:
+    clocks = BrokenClocks()
+    with DurableScheduler(store, registry=REGISTRY, max_workers=0,
+                          wall_clock=lambda: clocks.read().wall) as sched:
+        clocks.broken = float("nan")
+        with pytest.raises(ValueError, match="wall_clock"):
+            sched.schedule_recurring("s", Every(1), 0, tick, args=["a"])
+        assert store.series_table().rows() == []

@@ -142,6 +142,16 @@ def test_release_owner_hands_back_everything_it_held(store: Store) -> None:
         ("a", 2, False), ("b", 1, False), ("c", 1, False)}
 
 
+def test_release_owner_within_a_horizon_keeps_leases_renewed_since(store: Store) -> None:
+    store.schedule([new("stale"), new("fresh")])
+    store.claim(1e9, 1, "shared", 60.0)  # "stale": last renewed long before the horizon
+    store.claim(1e9, 1, "shared", LIVE)  # "fresh": renewed since
+    assert store.release_owner("shared", expiring_within=600.0) == ["stale"]
+    assert (store.get("fresh")["state"], store.get("fresh")["lease_owner"]) == (
+        "running", "shared")
+    assert store.get("stale")["state"] == "pending"
+
+
 def test_a_pending_outcome_hands_a_claim_back_unrun_and_gives_its_attempt_back(
         store: Store) -> None:
     store.schedule([new("a")])

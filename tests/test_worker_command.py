@@ -271,8 +271,9 @@ def test_second_signal_sets_cancel_tokens_and_exits_promptly(place: dict[str, An
 def test_grace_running_out_abandons_the_run_and_a_restart_runs_it_again(place: dict[str, Any]
                                                                          ) -> None:
     schedule(place, "wc-stubborn", ["s"], place["log"], place["release"])
-    # A lease far beyond the hang guard: only the restart under the same owner frees it.
-    options = ("--owner", "node-1", "--lease", "3600", "--grace", "0.2")
+    # The restart under the same owner finds the lease renewed moments ago, as a live
+    # twin's would be, so it keeps it until it expires (3 s) and runs it then.
+    options = ("--owner", "node-1", "--lease", "3", "--grace", "0.2")
     worker = start(place, *options)
     wait_for(lambda: len(runs(place, "S")) == 1, TIMEOUT, "the task running")
     worker.send(signal.SIGTERM)
@@ -294,13 +295,15 @@ def test_grace_running_out_abandons_the_run_and_a_restart_runs_it_again(place: d
 def test_sigkill_then_restart_loses_nothing(place: dict[str, Any]) -> None:
     ids = [f"q{i:03}" for i in range(80)]
     schedule(place, "wc-quick", ids, place["log"])
-    a = start(place, "--owner", "node-a", "--max-workers", "2")
+    # A short lease: node-a restarted at once finds its leases just renewed, as a live
+    # twin's would be, so they are run again once they expire, not at its start.
+    a = start(place, "--owner", "node-a", "--max-workers", "2", "--lease", "6")
     b = start(place, "--owner", "node-b", "--max-workers", "2")
     wait_for(lambda: len(runs(place, "E")) >= 20, TIMEOUT, "a quarter of the tasks run")
     a.send(signal.SIGKILL)
     assert a.wait() == -signal.SIGKILL
     killed_at = time.time()  # every run of node-a ended by now
-    a = start(place, "--owner", "node-a", "--max-workers", "2")  # releases its old leases
+    a = start(place, "--owner", "node-a", "--max-workers", "2", "--lease", "6")
     with store_of(place) as store:
         wait_for(lambda: store.counts() == {"completed": len(ids)}, TIMEOUT,
                  "every task completed")

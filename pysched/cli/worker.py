@@ -14,9 +14,10 @@ Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
 - exit 0 once the scheduler is closed (nothing of ours left running or
   leased); exit 3 when the grace runs out first: the tasks still running
   are abandoned as in a crash, and their leases, renewed until the exit,
-  expire after ``--lease`` seconds (at once when a worker starts with the
-  same ``--owner``), so they run again: at-least-once, never lost, never
-  two runs of one version under live leases.
+  expire after ``--lease`` seconds (sooner when a worker starts with the
+  same ``--owner``: at once, if two heartbeats have passed), so they run
+  again: at-least-once, never lost, never two runs of one version under
+  live leases.
 
 Signals reach the main thread only, through a handler that puts the signal
 number on a ``queue.SimpleQueue`` (whose ``put`` is safe in a signal
@@ -94,7 +95,10 @@ def add_parser(commands: Any) -> None:
                         " %(default)s)")
     parser.add_argument("--owner", metavar="NAME",
                         help="this worker's name in leases; a restart under the same name"
-                        " releases what it held at once (default: host:pid:random)")
+                        " releases at once what it held, once unrenewed for two heartbeats."
+                        " Never give two live workers the same name: the second warns that"
+                        " the owner is in use and leaves the leases the first still renews"
+                        " (default: host:pid:random)")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.set_defaults(run=run)

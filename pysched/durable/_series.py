@@ -28,6 +28,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
+from .._validate import check_time
 from ..calendar import Cron, Event, Reading, Series, SeriesBook
 from ..calendar.events import CANCELLED as CANCELLED_REASON
 from ..calendar.events import CLOSED, REPLACED, SKIPPED
@@ -95,11 +96,12 @@ class SeriesDriver:
     def sync(self) -> None:
         """Re-read the stored series: adopt new generations, follow pauses, drop the ended."""
         rows = self.table.rows()
+        now = self.checked_read()  # a failing clock fails this re-read, refusing no row
         with self.lock:
             live = set()
             for row in rows:
                 live.add(row.series_id)
-                self._adopt(row)
+                self._adopt(row, now)
             for series_id in [i for i in self.entries if i not in live]:
                 del self.entries[series_id]
                 self.book.cancel(series_id)
@@ -108,22 +110,23 @@ class SeriesDriver:
 
     def adopt(self, row: SeriesRow) -> Entry:
         """Take ``row`` (just stored here) as the current generation of its series."""
+        now = self.checked_read()
         with self.lock:
-            entry = self._adopt(row)
+            entry = self._adopt(row, now)
             self.wakeup.notify_all()
         self.book.flush()
         return entry
 
-    def _adopt(self, row: SeriesRow) -> Entry:
+    def _adopt(self, row: SeriesRow, now: Reading) -> Entry:
         """Under lock: make the entry for ``row`` current; refusals are logged once."""
         entry = self.entries.get(row.series_id)
         # A series not served here is looked at again: its task may be registered since.
         if (entry is None or entry.generation != row.generation
                 or entry.series is None and not entry.refused
                 and self.served(row.ref, row.queue)):
-            entry = self.entries[row.series_id] = self._entry(row)
+            entry = self.entries[row.series_id] = self._entry(row, now)
             if entry.series is not None:
-                self.book.add(entry.series, self.read())
+                self.book.add(entry.series, now)
             elif row.series_id in self.book:
                 self.book.cancel(row.series_id)  # the new generation is not served here
         series = entry.series
@@ -131,10 +134,10 @@ class SeriesDriver:
             if row.state == PAUSED and not series.paused:
                 self.book.pause(row.series_id)
             elif row.state == ACTIVE and series.paused:
-                self.book.resume(row.series_id, self.read())
+                self.book.resume(row.series_id, now)
         return entry
 
-    def _entry(self, row: SeriesRow) -> Entry:
+    def _entry(self, row: SeriesRow, now: Reading) -> Entry:
         """A new entry for ``row``: its Series and callable if this process runs it."""
         if not self.served(row.ref, row.queue):
             return Entry(row.generation, None, None, [], {}, row)
@@ -145,7 +148,7 @@ class SeriesDriver:
             last_fire = row.last_fire
             if last_fire is None and isinstance(spec.trigger, Cron):
                 last_fire = row.created  # fire times missed before any claim still count
-            series = Series(row.series_id, spec.trigger, self.read(), last_fire=last_fire,
+            series = Series(row.series_id, spec.trigger, now, last_fire=last_fire,
                             timeline="wall", **spec.policies._asdict())
         except (BadRow, UnknownTask, ValueError, TypeError) as exc:
             log.error("durable series %r generation %r refused: %s", row.series_id,
@@ -156,29 +159,44 @@ class SeriesDriver:
 
     # -- deciding and running ---------------------------------------------------------------
 
-    def tick(self) -> None:
-        """Start the fire times due now, each on a worker."""
+    def tick(self) -> bool:
+        """Start the fire times due now, each on a worker; False if the clocks failed
+        (logged; nothing was decided, so look again later)."""
+        # Only the series thread wakes the book, so a reading taken before the lock
+        # is still the newest it sees.
+        try:
+            woke = self.checked_read()
+        except Exception:
+            log.exception("durable series: reading the clocks failed; trying again later")
+            return False
         with self.lock:
-            starts = self.book.wake(self.read())
+            starts = self.book.wake(woke)
             entries = [self.entries[str(series.series_id)] for series, _ in starts]
         self.book.flush()
         for entry, (series, fire) in zip(entries, starts, strict=True):
             try:
-                handle = self.start(partial(self._run, entry, series, fire.fire_time),
+                handle = self.start(partial(self._run, entry, series, fire.fire_time, woke),
                                     entry.row.priority)
             except Exception:  # the worker pool is closed: the scheduler is closing
-                self.hub.emit([self._not_started(series, fire.fire_time)])
+                self.hub.emit([self._not_started(series, fire.fire_time, woke)])
                 continue
             if isinstance(handle, Future):  # cancelled unstarted when the pool closes
-                handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time))
+                handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time,
+                                                 woke))
+        return True
 
-    def _if_cancelled(self, series: Series, fire_time: float, done: Future[Any]) -> None:
+    def _if_cancelled(self, series: Series, fire_time: float, woke: Reading,
+                      done: Future[Any]) -> None:
         if done.cancelled():
-            self.hub.emit([self._not_started(series, fire_time)])
+            self.hub.emit([self._not_started(series, fire_time, woke)])
 
-    def _not_started(self, series: Series, fire_time: float) -> Event:
-        """The event for a fire time decided but not started when its series ended."""
-        now = self.read()
+    def _not_started(self, series: Series, fire_time: float, woke: Reading) -> Event:
+        """The event for a fire time decided (at ``woke``) but not started when its series
+        ended; its lateness is from ``woke`` if the clocks fail now."""
+        try:
+            now = self.checked_read()
+        except Exception:
+            now = woke
         with self.lock:
             current = self.entries.get(str(series.series_id))
             replaced = current is not None and current.series is not series
@@ -186,16 +204,41 @@ class SeriesDriver:
         return Event(series.series_id, SKIPPED, reason, fire_time, now.wall - fire_time, 1,
                      fire_time, "wall")
 
-    def _run(self, entry: Entry, series: Series, fire_time: float) -> None:
-        """Worker: claim one fire time of ``series`` and, if the claim is ours, run it."""
+    def checked_read(self) -> Reading:
+        """Both clocks; the error of a clock that raises or gives no finite number."""
+        now = self.read()
+        return Reading(check_time(now.wall, "wall_clock()"), check_time(now.mono, "clock()"))
+
+    def _run(self, entry: Entry, series: Series, fire_time: float, woke: Reading) -> None:
+        """Worker: claim one fire time of ``series`` and, if the claim is ours, run it.
+
+        ``woke`` is the reading the fire time was decided at. The clocks are user
+        code, read outside the lock: one that fails fails this run only (its
+        series goes on or stops by ``on_error``), and the series is always freed.
+        """
+        try:
+            begun: Reading | None = self.checked_read()
+        except Exception:
+            log.exception("durable series %r: reading the clocks to start fire time %r failed",
+                          series.series_id, fire_time)
+            begun = None
         with self.lock:
             stopped = series.stopped
-            go = not stopped and self.book.begin(series, self.read())
+            if stopped or begun is None:
+                go = False
+                if not stopped:  # the run decided by wake ends here, failed
+                    self.book.finished(series, woke, failed=True)
+            else:
+                go = self.book.begin(series, begun)
         self.book.flush()
         if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
-            self.hub.emit([self._not_started(series, fire_time)])
+            self.hub.emit([self._not_started(series, fire_time, woke)])
+        if begun is None and not stopped:
+            self._count("series_failed")
+            self._stop_if_failed(entry, series)
         if not go:
             return
+        assert begun is not None
         claim: FireClaim | None = None
         failed = False
         try:
@@ -212,10 +255,22 @@ class SeriesDriver:
                 self._count("series_fires")
                 failed = self._call(entry, claim)
         finally:
+            try:
+                ended = self.checked_read()
+            except Exception:
+                log.exception("durable series %r: reading the clocks as fire time %r ended"
+                              " failed", series.series_id, fire_time)
+                ended, failed = begun, True
+                self._count("series_failed")
             with self.lock:
-                self.book.finished(series, self.read(), failed)
+                self.book.finished(series, ended, failed)
             self.book.flush()
-        if failed and series.stopped:  # on_error="stop": the series ends in every process
+        if failed:
+            self._stop_if_failed(entry, series)
+
+    def _stop_if_failed(self, entry: Entry, series: Series) -> None:
+        """After a failed run: on_error="stop" ended ``series``, so it ends in every process."""
+        if series.stopped:
             self._guarded(partial(self.table.set_state, entry.row.series_id, entry.generation,
                                   CANCELLED), "stopping a failed series")
 
@@ -303,9 +358,9 @@ class SeriesDriver:
             if now >= next_prune:
                 self._guarded(self.prune, "pruning old fire times")
                 next_prune = clock() + prune_every
-            self.tick()
+            ticked = self.tick()
             with self.lock:
-                wake = self.book.next_wake()
+                wake = self.book.next_wake() if ticked else None  # failed: at the next chores
                 until = next_chores if wake is None else min(wake, next_chores)
                 if not closing.is_set():
                     self.wakeup.wait(max(0.0, until - clock()))
@@ -374,7 +429,7 @@ class DurableSeriesHandle:
             if self._ended():
                 return []
             fires = self._trigger_series.next_fire_times(n)
-        return fire_datetimes(self._trigger_series, fires, self._driver.read())
+        return fire_datetimes(self._trigger_series, fires, self._driver.checked_read())
 
     def pause(self) -> None:
         """Start no more runs of it in any process until ``resume``."""
@@ -389,11 +444,12 @@ class DurableSeriesHandle:
     def resume(self) -> None:
         """Resume; fire times that came due while paused are skipped, with events."""
         if self._driver.table.set_state(self.series_id, self.generation, ACTIVE):
+            now = self._driver.checked_read()
             with self._driver.lock:
                 if self._local() is not None and self._trigger_series.paused:
-                    self._driver.book.resume(self.series_id, self._driver.read())
+                    self._driver.book.resume(self.series_id, now)
                 elif self._local() is None:
-                    self._trigger_series.resume(self._driver.read())
+                    self._trigger_series.resume(now)
                 self._driver.wakeup.notify_all()
             self._driver.book.flush()
 

@@ -199,9 +199,12 @@ class MemoryStore(Store):
     def now(self) -> float:
         return self._clock()
 
-    def release_owner(self, owner: str) -> list[str]:
+    def release_owner(self, owner: str, expiring_within: float | None = None) -> list[str]:
         with self._lock:
-            return self._release([r for r in self._rows.values() if r["lease_owner"] == owner])
+            latest = None if expiring_within is None else self._clock() + expiring_within
+            return self._release([r for r in self._rows.values() if r["lease_owner"] == owner
+                                  and (latest is None or (r["lease_expires"] is not None
+                                                         and r["lease_expires"] < latest))])
 
     def held_by(self, owner: str) -> list[str]:
         with self._lock:

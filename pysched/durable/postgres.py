@@ -310,8 +310,11 @@ class PostgresStore(Store):
     def requeue_expired(self) -> list[str]:
         return self._release(f"lease_expires < {NOW}", ())
 
-    def release_owner(self, owner: str) -> list[str]:
-        return self._release("lease_owner = %s", (owner,))
+    def release_owner(self, owner: str, expiring_within: float | None = None) -> list[str]:
+        if expiring_within is None:
+            return self._release("lease_owner = %s", (owner,))
+        return self._release(f"lease_owner = %s AND lease_expires < {NOW} + %s",
+                             (owner, expiring_within))
 
     def _release(self, where: str, args: tuple[Any, ...]) -> list[str]:
         db = self._conns.get()

@@ -74,7 +74,9 @@ class DurableScheduler:
     ``owner`` names this process in leases. Leave it None for a unique name;
     give a stable one (say, a host and service name) and a restart under it
     releases that owner's leases at once instead of waiting for them to
-    expire: then no two live processes may share it.
+    expire (those not renewed within the last two heartbeats). Never share it
+    between live processes: if two do, the leases the other still renews are
+    kept, with a warning, so nothing runs twice at once.
 
     ``max_workers=0`` makes a producer (a web process, say): it schedules,
     cancels and watches its Futures, and claims nothing; it keeps no local
@@ -133,7 +135,7 @@ class DurableScheduler:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.registry = registry
         if owner is not None:
-            self.store.release_owner(owner)  # a restart: whatever it held died with it
+            self._release_own_leases(owner, lease, beat)
         self.store.requeue_expired()
         self.timebase = self._start_time(clock, wall_clock, max_skew)
         s = self._s = Shared(store=self.store, owner=self.owner, registry=registry, lease=lease,
@@ -174,6 +176,23 @@ class DurableScheduler:
                                           daemon=True) for name, run in jobs]
         for thread in self._threads:
             thread.start()
+
+    def _release_own_leases(self, owner: str, lease: float, beat: float) -> None:
+        """A restart under ``owner``: release at once the leases it held when it died.
+
+        A live process renews its leases every ``beat``; one not renewed for two
+        beats (one, and as much again for a late renewal) is a dead one's. A
+        lease renewed since may be another live process's under the same owner:
+        releasing it would run that version twice at once, so it is kept (its
+        holder finishes it, or it expires) and a warning says the owner is shared.
+        """
+        self.store.release_owner(owner, expiring_within=lease - 2 * beat)
+        kept = self.store.held_by(owner)
+        if kept:
+            log.warning("owner %r holds %d lease(s) renewed within the last %s s: another live"
+                        " process is using this owner (give each process its own), or one"
+                        " stopped moments ago; they are left to finish or to expire in at most"
+                        " %s s", owner, len(kept), 2 * beat, lease)
 
     def _start_time(self, clock: Callable[[], float], wall_clock: Callable[[], float],
                     max_skew: float) -> Timebase:
@@ -354,7 +373,7 @@ class DurableScheduler:
         ref = self.registry.reference(fn)
         args_text = encode_args(args, kwargs)
         queue = self.registry.options(ref).queue if queue is None else check_key(queue, "queue")
-        now = self._series.read()
+        now = self._series.checked_read()  # a clear error, never a nan stored
         # Checks every policy (naming the argument) before anything is stored.
         probe = Series(task_id, trigger, now, timeline="wall",
                        last_fire=now.wall if isinstance(trigger, Cron) else None,

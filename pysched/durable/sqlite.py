@@ -267,15 +267,18 @@ class SQLiteStore(Store):
     def now(self) -> float:
         return self._clock()
 
-    def release_owner(self, owner: str) -> list[str]:
-        return self._release("lease_owner = ?", owner)
+    def release_owner(self, owner: str, expiring_within: float | None = None) -> list[str]:
+        if expiring_within is None:
+            return self._release("lease_owner = ?", owner)
+        return self._release("lease_owner = ? AND lease_expires < ?", owner,
+                             self._clock() + expiring_within)
 
-    def _release(self, where: str, arg: Any) -> list[str]:
+    def _release(self, where: str, *args: Any) -> list[str]:
         with self._write() as db:
             ids = [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
                 " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
-                f" WHERE {where} RETURNING task_id", (arg,)).fetchall()]
+                f" WHERE {where} RETURNING task_id", args).fetchall()]
             if ids:
                 self._bump_changes(db)
         return ids

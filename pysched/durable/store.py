@@ -331,8 +331,14 @@ class Store(ABC):
         """Up to ``limit`` (task_id, state) of rows in a state this version does not know."""
 
     @abstractmethod
-    def release_owner(self, owner: str) -> list[str]:
-        """Release every lease of ``owner`` at once (it restarted, so it runs none of them)."""
+    def release_owner(self, owner: str, expiring_within: float | None = None) -> list[str]:
+        """Release the leases of ``owner`` at once (it restarted, so it runs none of them).
+
+        With ``expiring_within``, only those expiring within that many seconds from
+        now (store clock): a lease renewed more recently than that may belong to
+        another live process using the same owner, and is left to its heartbeat
+        or to expire. None releases every lease of ``owner``.
+        """
 
     @abstractmethod
     def held_by(self, owner: str) -> list[str]:
