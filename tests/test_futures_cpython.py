@@ -63,9 +63,10 @@ def _load() -> list[types.ModuleType]:
         try:
             return [importlib.import_module(name) for name in layout]
         except ImportError:
-            if os.environ.get("PYSCHED_REQUIRE_CPYTHON_TESTS"):
-                raise
             continue
+    if os.environ.get("PYSCHED_REQUIRE_CPYTHON_TESTS"):
+        raise ImportError("CPython's concurrent.futures tests are required here, and this"
+                          " interpreter ships none (test.test_concurrent_futures)")
     pytest.skip("this interpreter ships without CPython's concurrent.futures tests"
                 " (test.test_concurrent_futures)", allow_module_level=True)
 
