@@ -218,6 +218,7 @@ class PostgresStore(Store):
         t = self.table
         db = self._conns.get()
         with db.transaction():
+            self._lock_in_order(db, "task_id = ANY(%s)", ([o.task_id for o in outcomes],))
             # Record where the claim still holds its version; release the
             # lease wherever the token still holds it.
             # A hand-back unrun (pending, no retry_at) keeps the error of an earlier try
@@ -277,13 +278,21 @@ class PostgresStore(Store):
         return int(count), oldest
 
     def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
-        if tokens is None:
-            return self._conns.get().execute(
-                f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s",
-                (lease, owner)).rowcount
-        return self._conns.get().execute(
-            f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE lease_owner = %s"
-            " AND lease_token = ANY(%s)", (lease, owner, list(tokens))).rowcount
+        where, args = "lease_owner = %s", (owner,)
+        if tokens is not None:
+            where, args = "lease_owner = %s AND lease_token = ANY(%s)", (owner, list(tokens))
+        db = self._conns.get()
+        with db.transaction():
+            self._lock_in_order(db, where, args)
+            return db.execute(f"UPDATE {self.table} SET lease_expires = {NOW} + %s"
+                              f" WHERE {where}", (lease, *args)).rowcount
+
+    def _lock_in_order(self, db: Any, where: str, args: Sequence[Any]) -> None:
+        # Every statement that writes several rows (finish, heartbeat, the releases)
+        # first locks them in task_id order, so two of them can never wait for each
+        # other in a cycle (PostgreSQL broke such cycles as deadlocks, failing one).
+        db.execute(f"SELECT 1 FROM {self.table} WHERE {where} ORDER BY task_id FOR UPDATE",
+                   args)
 
     def repair_leases(self, horizon: float) -> list[str]:
         return self._release(f"state = 'running' AND (lease_expires IS NULL OR lease_expires"
@@ -319,6 +328,7 @@ class PostgresStore(Store):
     def _release(self, where: str, args: tuple[Any, ...]) -> list[str]:
         db = self._conns.get()
         with db.transaction():
+            self._lock_in_order(db, where, args)
             ids = [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
                 " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
