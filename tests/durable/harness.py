@@ -259,6 +259,11 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
 
     def kill_first() -> None:
         wait_for_ends(log, kill_at * n)  # type: ignore[operator]
+        # Kill while the node holds leases, which is what the takeover checks: right
+        # after a batch's outcomes are stored it may briefly hold none.
+        deadline = time.monotonic() + 60
+        while not store.held_by(owners[0]) and time.monotonic() < deadline:
+            time.sleep(0.001)
         kill(running[0])
         for task_id in store.held_by(owners[0]):  # the dead release nothing any more
             row = store.get(task_id)
