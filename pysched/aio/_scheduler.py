@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from contextvars import copy_context
 from inspect import isawaitable
 from types import CoroutineType
-from typing import Any
+from typing import Any, cast
 
 from .. import _impl
 from .._close_state import CLOSED as STATE_CLOSED
@@ -23,7 +23,7 @@ from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_hashable, check_time
 from ..calendar import Cron, Event, Every, SeriesHandle
 from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
-from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
+from ._future import CANCELLED, CLOSED, FINISHED, PENDING, REPLACED, AsyncTaskFuture
 from ._host import Host
 from .series import SeriesDriver
 
@@ -32,6 +32,8 @@ __all__ = ["AsyncScheduler"]
 # schedule()'s default, the same object as every (): without arguments fn is
 # stored as it is, and the core checks it.
 _NO_ARGS: tuple[Any, ...] = ()
+# A version's Future is made without __init__: schedule() sets its fields.
+_new_future = object.__new__
 
 # Counted here; "scheduled" and "completed" are the core's own counts (every
 # version is one core.schedule() call, every completed one a core.complete()),
@@ -99,12 +101,12 @@ class AsyncScheduler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._core: Any = None  # made on binding, with the loop's clock
         self._state = OPEN
-        self._pending: dict[Hashable, AsyncTaskFuture] = {}
-        self._running: dict[Hashable, AsyncTaskFuture] = {}
+        self._pending: dict[Hashable, AsyncTaskFuture[Any]] = {}
+        self._running: dict[Hashable, AsyncTaskFuture[Any]] = {}
         # asyncio Tasks of versions released before they began: each ends at its
         # first step without running any of its code.
         self._orphans: set[asyncio.Task[Any]] = set()
-        self._calling: AsyncTaskFuture | None = None  # the version whose fn is being called
+        self._calling: AsyncTaskFuture[Any] | None = None  # the version whose fn is being called
         self._host: Host | None = None  # while there is work
         self._ended_host: asyncio.Task[None] | None = None  # the last host, still returning
         # The scheduler's own callbacks run in a context of their own: none of
@@ -115,7 +117,8 @@ class AsyncScheduler:
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._counts = _Counts()
         self._peak = 0
-        self._series = SeriesDriver(wall_clock, self.schedule, self._on_loop_shutdown)
+        # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
+        self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), self._on_loop_shutdown)
 
     # -- public API -------------------------------------------------------
 
@@ -131,7 +134,7 @@ class AsyncScheduler:
 
     def schedule(self, task_id: Hashable, run_at: float, priority: int, fn: Callable[..., Any],
                  args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,
-                 ) -> AsyncTaskFuture:
+                 ) -> AsyncTaskFuture[Any]:
         """Run ``fn(*args, **kwargs)`` at ``run_at`` on ``loop.time()``, as the newest version.
 
         Returns that version's Future. The version replaces the one of
@@ -148,7 +151,9 @@ class AsyncScheduler:
             raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
         call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
-        fut = AsyncTaskFuture(loop=loop)
+        fut: AsyncTaskFuture[Any] = _new_future(AsyncTaskFuture)  # its fields, set here:
+        fut._loop = loop
+        fut._state = PENDING
         fut._owner = self
         fut._task_id = task_id
         fut._version = version
@@ -170,7 +175,7 @@ class AsyncScheduler:
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
                     args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,
-                    ) -> AsyncTaskFuture:
+                    ) -> AsyncTaskFuture[Any]:
         """``schedule()`` at ``delay`` (>= 0) seconds from now on ``loop.time()``."""
         delay = check_time(delay, "delay")
         if delay < 0:
@@ -344,7 +349,7 @@ class AsyncScheduler:
             raise RuntimeError("this AsyncScheduler is bound to a different event loop")
         return loop
 
-    def _own_run(self) -> AsyncTaskFuture | None:
+    def _own_run(self) -> AsyncTaskFuture[Any] | None:
         """The running version whose code is calling us, if any."""
         if self._calling is not None:
             return self._calling
@@ -355,11 +360,11 @@ class AsyncScheduler:
                     return run
         return None
 
-    def _has_begun(self, run: AsyncTaskFuture) -> bool:
+    def _has_begun(self, run: AsyncTaskFuture[Any]) -> bool:
         """Whether any code of a running (claimed) version has run."""
         return run is self._calling or run._aio is None or has_begun(run._coro)
 
-    def _cancel_version(self, fut: AsyncTaskFuture, reason: str, msg: Any = None) -> bool:
+    def _cancel_version(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
         """Cancel the version of ``fut``, pending or running."""
         task_id = fut._task_id
         if self._pending.get(task_id) is fut:
@@ -383,7 +388,7 @@ class AsyncScheduler:
             return True
         return fut._aio.cancel(msg if msg is not None else reason)
 
-    def _release(self, run: AsyncTaskFuture, reason: str, msg: Any = None) -> None:
+    def _release(self, run: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> None:
         """End a claimed version that has not begun, as if it never was: it never will."""
         del self._running[run._task_id]
         self._core.release(run._task)
@@ -429,7 +434,10 @@ class AsyncScheduler:
 
         Claims at most as many versions as were pending when it began, so a
         callable that schedules itself due now runs once per loop iteration,
-        as with ``call_soon``, instead of starving the loop.
+        as with ``call_soon``, instead of starving the loop. A plain callable
+        is called and finished right here, the path most versions take; a
+        version whose fn returns an awaitable or raises goes on in
+        ``_await_result`` or ``_call_raised``.
         """
         self._pump_handle = None
         if self._state is not OPEN:
@@ -440,87 +448,101 @@ class AsyncScheduler:
             return
         assert self._loop is not None
         core = self._core
+        claim = core.next
         now = self._loop.time()
         cap = self._max_concurrency
+        pending = self._pending
         running = self._running
-        budget = len(self._pending)
-        while True:
-            if budget == 0:  # more may be due: look again on the next iteration
-                if self._pending:
-                    self._request_pump()
-                else:
-                    self._disarm()
-                break
+        complete = core.complete
+        finished = FINISHED
+        for _ in range(len(pending)):  # more may be due after: look again on the next iteration
             if cap is not None and len(running) >= cap:
                 self._disarm()  # a finishing run pumps again
                 break
-            head = core.next(now)
-            if head is None:
+            task = claim(now)
+            if task is None:
                 self._disarm()
                 break
-            if head.__class__ is float:  # not due yet: wake at the head's own run_at
+            if task.__class__ is float:  # not due yet: wake at the head's own run_at
                 self._arm(core.peek()[0])
                 break
-            budget -= 1
-            self._start(head)
+            task_id = task.task_id
+            fut = pending.pop(task_id)
+            running[task_id] = fut
+            if len(running) > self._peak:
+                self._peak = len(running)
+            context: Any = fut._context
+            fut._context = None
+            # While its fn is called the version is _calling; only one that returns
+            # an awaitable gets the fields of a Task (_task, _aio, _coro).
+            self._calling = fut
+            try:
+                result = context.run(task.fn)
+            except BaseException as exc:  # noqa: BLE001 - the version's outcome, as in a Task
+                self._calling = None
+                self._call_raised(fut, task, exc)
+            else:
+                self._calling = None
+                # inspect.isawaitable, with the common answers (None, a coroutine) first.
+                if result is not None and (result.__class__ is CoroutineType
+                                           or isawaitable(result)):
+                    self._await_result(fut, task, result, context)
+                else:
+                    del running[task_id]
+                    if fut._stop_reason is None:  # _end()'s first case, inline
+                        complete(task)
+                        fut._result = result  # set_result(), inline
+                        fut._state = finished
+                        if fut._callbacks:
+                            fut._schedule_callbacks()
+                    else:
+                        self._end(fut, task, result, None, in_call=True)
             if self._state is not OPEN:  # a callable closed the scheduler
                 break
+        else:
+            if pending:
+                self._request_pump()
+            else:
+                self._disarm()
         self._settle()
 
-    def _start(self, task: Any) -> None:
-        """Call a claimed version's fn in its context; await what it returns in a Task."""
-        task_id = task.task_id
-        fut = self._pending.pop(task_id)
-        running = self._running
-        running[task_id] = fut
-        if len(running) > self._peak:
-            self._peak = len(running)
-        context: Any = fut._context
-        fut._context = None
-        # While its fn is called the version is _calling; only one that returns
-        # an awaitable gets the fields of a Task (_task, _aio, _coro).
+    def _await_result(self, fut: AsyncTaskFuture[Any], task: Any, result: Any,
+                      context: Any) -> None:
+        """A version's fn returned an awaitable: await it in an asyncio Task in its context."""
+        assert self._loop is not None
+        fut._task = task
+        fut._aio = None
+        fut._coro = result if result.__class__ is CoroutineType else None
+        # An eager task factory runs the first step in here (so the version
+        # counts as "calling"), and may even end it before create_task returns.
         self._calling = fut
         try:
-            result = context.run(task.fn)
-            # inspect.isawaitable, with the common answers (a coroutine, None) first.
-            if result.__class__ is CoroutineType or (result is not None and isawaitable(result)):
-                assert self._loop is not None
-                fut._task = task
-                fut._aio = None
-                fut._coro = result if result.__class__ is CoroutineType else None
-                # An eager task factory runs the first step in here (still "calling"),
-                # and may even end the version before create_task returns.
-                coro = self._await_version(fut, result)
-                if TASKS_TAKE_A_CONTEXT:
-                    aio = self._loop.create_task(coro, context=context)
-                else:  # the Task copies the current context
-                    aio = context.run(self._loop.create_task, coro)
-                if running.get(task_id) is fut:  # not ended by an eager first step
-                    fut._aio = aio
-                    if fut._stop_reason is not None:  # cancelled while its fn ran
-                        aio.cancel(fut._stop_msg if fut._stop_msg is not None
-                                   else fut._stop_reason)
-                return
-        except BaseException as exc:  # noqa: BLE001 - each outcome is the version's, as in a Task
-            if running.get(task_id) is not fut:  # an eager first step ended it, then raised
-                raise
-            del running[task_id]
-            self._end(fut, task, None, exc, in_call=True)
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                self._request_pump()  # what is due still runs if the loop goes on
-                raise
-            return
-        finally:
+            coro = self._await_version(fut, result)
+            if TASKS_TAKE_A_CONTEXT:
+                aio = self._loop.create_task(coro, context=context)
+            else:  # the Task copies the current context
+                aio = context.run(self._loop.create_task, coro)
+        except BaseException as exc:  # noqa: BLE001
             self._calling = None
-        del running[task_id]
-        if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
-            fut._owner = None
-            self._core.complete(task)
-            fut.set_result(result)
-        else:
-            self._end(fut, task, result, None, in_call=True)
+            if self._running.get(fut._task_id) is not fut:  # an eager first step ended it
+                raise
+            self._call_raised(fut, task, exc)
+            return
+        self._calling = None
+        if self._running.get(fut._task_id) is fut:  # not ended by an eager first step
+            fut._aio = aio
+            if fut._stop_reason is not None:  # cancelled while its fn ran
+                aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
 
-    async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
+    def _call_raised(self, fut: AsyncTaskFuture[Any], task: Any, exc: BaseException) -> None:
+        """A version's fn (or its eager first step) raised ``exc``: fail or cancel it."""
+        del self._running[fut._task_id]
+        self._end(fut, task, None, exc, in_call=True)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            self._request_pump()  # what is due still runs if the loop goes on
+            raise exc
+
+    async def _await_version(self, fut: AsyncTaskFuture[Any], awaitable: Any) -> None:
         """The coroutine of a version's asyncio Task: await its result, then finish it.
 
         Finishing here rather than in a done callback spares a loop callback
@@ -546,14 +568,13 @@ class AsyncScheduler:
         if exc is not None and isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise exc
 
-    def _end(self, fut: AsyncTaskFuture, task: Any, result: Any, exc: BaseException | None,
+    def _end(self, fut: AsyncTaskFuture[Any], task: Any, result: Any, exc: BaseException | None,
              *, in_call: bool) -> None:
         """Finish a version that has left ``_running``: the core, the counters, its Future.
 
         ``task`` is its core Task; ``in_call`` says it ended without a Task
         awaiting it (its fn returned or raised, or an eager first step ended it).
         """
-        fut._owner = None
         if exc is None and fut._stop_reason is not None and in_call:
             # A call asked to stop while it ran ends cancelled, as a Task
             # cancelled in its last step does.
