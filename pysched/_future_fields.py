@@ -9,10 +9,12 @@ scheduler sets on the Future: ``_task_id``, ``_version``, ``_cancel_reason``.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "SELF", "TIMEOUT", "cancel_reason",
-           "task_id", "version"]
+_T = TypeVar("_T")
+
+__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "SELF", "TIMEOUT", "Field",
+           "cancel_reason", "task_id", "version"]
 
 # Why a version was cancelled (its Future's cancel_reason).
 CANCELLED = "cancelled"
@@ -43,6 +45,21 @@ def _cancel_reason(fut: Any) -> str | None:
     return fut._cancel_reason  # type: ignore[no-any-return]
 
 
-task_id = property(_task_id, doc=_task_id.__doc__)
-version = property(_version, doc=_version.__doc__)
-cancel_reason = property(_cancel_reason, doc=_cancel_reason.__doc__)
+class Field(property, Generic[_T]):
+    """A read-only property whose value type the type checker sees; its getter's docstring."""
+
+    def __init__(self, getter: Any) -> None:
+        super().__init__(getter)
+        self.__doc__ = getter.__doc__  # a subclass of property does not take it by itself
+
+    if TYPE_CHECKING:
+        @overload
+        def __get__(self, instance: None, owner: type | None = None) -> Field[_T]: ...
+        @overload
+        def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+        def __get__(self, instance: object, owner: type | None = None) -> Any: ...
+
+
+task_id: Field[Hashable] = Field(_task_id)
+version: Field[int] = Field(_version)
+cancel_reason: Field[str | None] = Field(_cancel_reason)

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from .._close_state import CLOSING, DRAINING, OPEN, check_transition
 from .._errors import SchedulerClosed
+from .._future_fields import CANCELLED, CLOSED, EVICTED, REPLACED, TIMEOUT
 from .._validate import check_callable, check_hashable, check_priority, check_time
 from .aging import aged_key
 from .backpressure import EVICT_LOWEST, PendingBound, SchedulerFull
@@ -43,10 +44,8 @@ from .deadlines import Deadlines
 from .future import TaskFuture
 from .recurring import STOP, Recurrence
 from .stats import Counters, LatenessReservoir
-from .token import CANCELLED, CLOSED, TIMEOUT, TaskTimeout
+from .token import TaskTimeout
 
-REPLACED = "replaced"
-EVICTED = "evicted"
 LATE_BATCH = 256  # lateness samples buffered before they are fed to the reservoir
 
 __all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "NoWakeups", "PoolBook",
