@@ -98,8 +98,9 @@ class AsyncTaskFuture(Generic[_T]):
     _owner: _Owner | None  # the scheduler that made it; None for a Future made by hand
     _task_id: Hashable
     _version: int
-    # Its caller's context, which the version runs in; dropped once it started
-    # or ended, as the core Task is, so a Future kept after its version holds
+    # A copy of its caller's context, which the version runs in (None when that
+    # held no variables: it runs in a fresh one); dropped once it started or
+    # ended, as the core Task is, so a Future kept after its version holds
     # neither the context's values nor fn and its arguments.
     _context: contextvars.Context | None
     # Set when the version's fn returned an awaitable:

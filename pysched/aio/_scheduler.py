@@ -11,7 +11,7 @@ import contextvars
 import time
 from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from contextvars import copy_context
+from contextvars import Context, copy_context
 from inspect import isawaitable
 from types import CoroutineType
 from typing import Any, cast
@@ -157,7 +157,10 @@ class AsyncScheduler:
         fut._owner = self
         fut._task_id = task_id
         fut._version = version
-        fut._context = copy_context()
+        # A context without variables is not kept: the version gets a fresh empty
+        # one when it starts, the same to it, and nothing more for the
+        # collector to walk while it is pending.
+        fut._context = copy_context() or None
         old = self._pending.setdefault(task_id, fut)  # one lookup when nothing is replaced
         if old is not fut:  # the core has just replaced its version
             self._pending[task_id] = fut
@@ -472,7 +475,10 @@ class AsyncScheduler:
             if len(running) > self._peak:
                 self._peak = len(running)
             context: Any = fut._context
-            fut._context = None
+            if context is None:
+                context = Context()
+            else:
+                fut._context = None
             # While its fn is called the version is _calling; only one that returns
             # an awaitable gets the fields of a Task (_task, _aio, _coro).
             self._calling = fut
