@@ -254,6 +254,10 @@ class TaskFuture(Future):  # type: ignore[type-arg]
             self._invoke_callbacks()  # type: ignore[attr-defined]
         return True
 
+    def _has_started(self) -> bool:
+        """Whether the book started its version (see pysched.pool.book.BookFuture)."""
+        return self._state is RUNNING
+
     def _current_token(self) -> CancelToken:
         return self._owner.token_for(self)
 
