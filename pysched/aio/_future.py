@@ -29,12 +29,14 @@ callbacks are scheduled then, and dropped.
 from __future__ import annotations
 
 import contextvars
+import math
 from asyncio import AbstractEventLoop, CancelledError, InvalidStateError, Task
 from collections.abc import Callable, Generator, Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
 from .. import _future_fields
 from .._future_fields import CANCELLED, CLOSED, REPLACED
+from ..pool.recurring import Recurrence
 
 _T = TypeVar("_T")
 
@@ -50,6 +52,8 @@ class _Owner(Protocol):
     """What a Future needs of the scheduler that handed it out."""
 
     def _cancel_version(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool: ...
+
+    def _has_begun(self, run: AsyncTaskFuture[Any]) -> bool: ...
 
 
 class _UnretrievedLog:
@@ -115,6 +119,11 @@ class AsyncTaskFuture(Generic[_T]):
     _cancel_reason: str | None = None
     _stop_reason: str | None = None  # why a running version was asked to stop
     _stop_msg: Any = None  # the message it was asked to stop with
+    # What the book (pysched.pool.book.BookFuture) reads; an AsyncScheduler
+    # has no recurring series in its book and no use for a pending run_at.
+    _run_at = -math.inf
+    _series: Recurrence | None = None
+    _in_run = False
 
     task_id = _future_fields.task_id
     version = _future_fields.version
@@ -261,6 +270,11 @@ class AsyncTaskFuture(Generic[_T]):
         if self._callbacks:
             self._schedule_callbacks()
         return True
+
+    def _has_started(self) -> bool:
+        """Whether its claimed version has begun (the book's BookFuture)."""
+        assert self._owner is not None
+        return self._owner._has_begun(self)
 
     def _schedule_callbacks(self) -> None:
         callbacks = self._callbacks

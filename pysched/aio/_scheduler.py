@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 import time
 from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -18,10 +19,10 @@ from typing import Any, cast
 
 from .. import _impl
 from .._close_state import CLOSED as STATE_CLOSED
-from .._close_state import CLOSING, OPEN, check_transition
-from .._errors import SchedulerClosed
+from .._close_state import CLOSING, OPEN
 from .._validate import check_capacity, check_hashable, check_time
 from ..calendar import Cron, Event, Every, SeriesHandle
+from ..pool.book import Book, NoWakeups
 from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
 from ._future import CANCELLED, CLOSED, FINISHED, PENDING, REPLACED, AsyncTaskFuture
 from ._host import Host
@@ -35,26 +36,11 @@ _NO_ARGS: tuple[Any, ...] = ()
 # A version's Future is made without __init__: schedule() sets its fields.
 _new_future = object.__new__
 
-# Counted here; "scheduled" and "completed" are the core's own counts (every
-# version is one core.schedule() call, every completed one a core.complete()),
-# which spares the two counts that every version would pay for.
+# How versions ended, besides completed, as stats() tells them: the book's
+# counts. "scheduled" and "completed" are the core's own counts (every
+# version is one core.schedule() call, every completed one a
+# core.complete()), which spares the two counts every version would pay for.
 _COUNTERS = ("failed", "cancelled", "replaced")
-
-
-class _Counts:
-    """How versions ended so far, besides completed: one int attribute per name in _COUNTERS."""
-
-    __slots__ = _COUNTERS
-
-    def __init__(self) -> None:
-        self.failed = self.cancelled = self.replaced = 0
-
-    def as_dict(self, core: Any) -> dict[str, int]:
-        """Every count, "scheduled" and "completed" from ``core`` (None before binding)."""
-        stats = {"scheduled": 0, "completed": 0} if core is None else core.stats()
-        result = {"scheduled": stats["scheduled"], "completed": stats["completed"]}
-        result.update((name, getattr(self, name)) for name in _COUNTERS)
-        return result
 
 
 class AsyncScheduler:
@@ -100,9 +86,10 @@ class AsyncScheduler:
         self._core_factory = _core_factory or _impl.Scheduler
         self._loop: asyncio.AbstractEventLoop | None = None
         self._core: Any = None  # made on binding, with the loop's clock
-        self._state = OPEN
-        self._pending: dict[Hashable, AsyncTaskFuture[Any]] = {}
-        self._running: dict[Hashable, AsyncTaskFuture[Any]] = {}
+        # The versions, the state and the counts, in the pool's book: nothing to
+        # wake (the pump looks for itself), no bound, no aging, no lateness kept.
+        self._book: Book[AsyncTaskFuture[Any]] = Book(
+            None, max_concurrency or sys.maxsize, 0.0, None, None, 1, NoWakeups())
         # asyncio Tasks of versions released before they began: each ends at its
         # first step without running any of its code.
         self._orphans: set[asyncio.Task[Any]] = set()
@@ -115,8 +102,6 @@ class AsyncScheduler:
         self._pump_handle: asyncio.Handle | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._drain_waiters: list[asyncio.Future[None]] = []
-        self._counts = _Counts()
-        self._peak = 0
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
         self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), self._on_loop_shutdown)
 
@@ -125,7 +110,7 @@ class AsyncScheduler:
     @property
     def state(self) -> str:
         """The life-cycle state: open, closing or closed."""
-        return self._state
+        return self._book.state
 
     @property
     def max_concurrency(self) -> int | None:
@@ -147,8 +132,9 @@ class AsyncScheduler:
         loop = get_running_loop()
         if loop is not self._loop:
             loop = self._bind()
-        if self._state is not OPEN:
-            raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
+        book = self._book
+        if book.state is not OPEN:
+            book.check_open("schedule")
         call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
         fut: AsyncTaskFuture[Any] = _new_future(AsyncTaskFuture)  # its fields, set here:
@@ -161,15 +147,19 @@ class AsyncScheduler:
         # one when it starts, the same to it, and nothing more for the
         # collector to walk while it is pending.
         fut._context = copy_context() or None
-        old = self._pending.setdefault(task_id, fut)  # one lookup when nothing is replaced
+        # The book's add(), inline: it is the path every version takes.
+        old = book.pending.setdefault(task_id, fut)  # one lookup when nothing is replaced
         if old is not fut:  # the core has just replaced its version
-            self._pending[task_id] = fut
-            self._counts.replaced += 1
-            old._resolve_cancelled(REPLACED)
-        elif self._running:
-            run = self._running.get(task_id)
-            if run is not None and not self._has_begun(run):
-                self._release(run, REPLACED)
+            book.pending[task_id] = fut
+            ended: list[AsyncTaskFuture[Any]] = []
+            book.replaced(old, ended)
+            self._end_unstarted(ended)
+        elif book.running:
+            run = book.running.get(task_id)
+            if run is not None:  # ended unless it started
+                ended = []
+                book.end_claimed(run, REPLACED, ended)
+                self._end_unstarted(ended)
         if self._host is None:
             self._host = Host(loop, self._on_loop_shutdown)
         if self._pump_handle is None:
@@ -195,13 +185,13 @@ class AsyncScheduler:
         when nothing of ``task_id`` is pending or running. O(1) amortised.
         """
         check_hashable(task_id, "task_id")
-        fut = self._pending.get(task_id)
-        run = self._running.get(task_id)
-        if fut is not None:
-            self._cancel_version(fut, CANCELLED)
-        if run is not None:
-            self._cancel_version(run, CANCELLED)
-        return fut is not None or run is not None
+        ended: list[AsyncTaskFuture[Any]] = []
+        found, started = self._book.cancel(task_id, CANCELLED, ended)
+        self._end_unstarted(ended)
+        if started is not None:
+            self._stop(started, CANCELLED)
+        self._settle()
+        return found
 
     def state_of(self, task_id: Hashable) -> str | None:
         """The core's state of ``task_id``'s newest version: "pending", "running" or None."""
@@ -228,8 +218,7 @@ class AsyncScheduler:
         ``next_fire_times(n)``, ``pause()``, ``resume()`` and ``cancel()``.
         """
         loop = self._bind()
-        if self._state is not OPEN:
-            raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
+        self._book.check_open("schedule")
         return self._series.add(loop, task_id, trigger, priority, fn, args, kwargs,
                                 misfire_grace=misfire_grace, catch_up=catch_up,
                                 overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
@@ -253,18 +242,18 @@ class AsyncScheduler:
         """
         if cancel_running is None:
             cancel_running = self._cancel_running_on_close
-        if self._state is OPEN:
-            self._state = check_transition(self._state, CLOSING)
-            self._series.close()
+        book = self._book
+        if book.state is OPEN:
+            ended: list[AsyncTaskFuture[Any]] = []
+            book.close(ended)  # open -> closing; every pending version ends
+            for run in list(book.running.values()):
+                book.end_claimed(run, CLOSED, ended)  # unless it started
+            self._end_unstarted(ended)
             self._disarm()
             if self._pump_handle is not None:
                 self._pump_handle.cancel()
                 self._pump_handle = None
-            for fut in list(self._pending.values()):
-                self._cancel_version(fut, CLOSED)
-            for run in list(self._running.values()):
-                if not self._has_begun(run):
-                    self._release(run, CLOSED)
+            self._series.close()  # its listeners are called
         if cancel_running:
             self._cancel_running(CLOSED)
         self._settle()
@@ -280,7 +269,7 @@ class AsyncScheduler:
         """
         self.close(cancel_running=cancel_running)
         interrupted: asyncio.CancelledError | None = None
-        while len(self._running) > (self._own_run() is not None) or self._orphans:
+        while len(self._book.running) > (self._own_run() is not None) or self._orphans:
             waiter: asyncio.Future[None] = self._bind().create_future()
             self._drain_waiters.append(waiter)
             try:
@@ -306,48 +295,57 @@ class AsyncScheduler:
     def stats(self) -> dict[str, Any]:
         """Counts and sizes: pending, running, peak_running and how versions ended. O(1)."""
         result: dict[str, Any] = {
-            "state": self._state,
-            "pending": len(self._pending),
-            "running": len(self._running),
-            "peak_running": self._peak,
+            "state": self._book.state,
+            "pending": len(self._book.pending),
+            "running": len(self._book.running),
+            "peak_running": self._book.peak,
             "max_concurrency": self._max_concurrency,
         }
-        result.update(self._counts.as_dict(self._core))
+        result.update(self._counts())
         result["series_events"] = self._series.hub.stats()
         return result
 
     def __repr__(self) -> str:
-        return (f"<AsyncScheduler {self._state} max_concurrency={self._max_concurrency}"
-                f" pending={len(self._pending)} running={len(self._running)}>")
+        return (f"<AsyncScheduler {self._book.state} max_concurrency={self._max_concurrency}"
+                f" pending={len(self._book.pending)} running={len(self._book.running)}>")
 
     def _check(self) -> None:
         """Assert the invariants of the package docstring (tests call this)."""
-        counts = self._counts.as_dict(self._core)
-        assert counts["scheduled"] == len(self._pending) + len(self._running) + (
+        book = self._book
+        pending, running = book.pending, book.running
+        counts = self._counts()
+        assert counts["scheduled"] == len(pending) + len(running) + (
             counts["completed"] + counts["failed"] + counts["cancelled"] + counts["replaced"]
         ), "ledger"
         cap = self._max_concurrency
-        assert cap is None or len(self._running) <= cap, "cap"
+        assert cap is None or len(running) <= cap, "cap"
         if self._core is not None:
             self._core._check()
-            assert len(self._core) == len(self._pending), "pending mirrors the core"
-            assert self._core.stats()["running"] == len(self._running), "running mirrors the core"
-            for task_id in self._pending:
+            assert len(self._core) == len(pending), "pending mirrors the core"
+            assert self._core.stats()["running"] == len(running), "running mirrors the core"
+            for task_id in pending:
                 assert self._core.state(task_id) == "pending"
-        if self._state is OPEN:
-            assert (self._host is None) == (not self._pending and not self._running), "host"
+        if book.state is OPEN:
+            assert (self._host is None) == (not pending and not running), "host"
         else:
-            assert not self._pending and self._timer is None
-        if self._state is STATE_CLOSED:
-            assert not self._running and not self._orphans
+            assert not pending and self._timer is None
+        if book.state is STATE_CLOSED:
+            assert not running and not self._orphans
 
     # -- internals ----------------------------------------------------------
+
+    def _counts(self) -> dict[str, int]:
+        """How many versions were scheduled and how they ended (see _COUNTERS)."""
+        core_stats = {"scheduled": 0, "completed": 0} if self._core is None else self._core.stats()
+        result = {"scheduled": core_stats["scheduled"], "completed": core_stats["completed"]}
+        result.update((name, getattr(self._book.counts, name)) for name in _COUNTERS)
+        return result
 
     def _bind(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
-            self._core = self._core_factory(clock=loop.time)
+            self._core = self._book.core = self._core_factory(clock=loop.time)
         elif self._loop is not loop:
             raise RuntimeError("this AsyncScheduler is bound to a different event loop")
         return loop
@@ -358,7 +356,7 @@ class AsyncScheduler:
             return self._calling
         current = asyncio.current_task()
         if current is not None:
-            for run in self._running.values():
+            for run in self._book.running.values():
                 if run._aio is current:
                     return run
         return None
@@ -368,21 +366,25 @@ class AsyncScheduler:
         return run is self._calling or run._aio is None or has_begun(run._coro)
 
     def _cancel_version(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
-        """Cancel the version of ``fut``, pending or running."""
-        task_id = fut._task_id
-        if self._pending.get(task_id) is fut:
-            del self._pending[task_id]
-            self._core.cancel_pending(task_id)  # a running older version runs on
-            self._counts.cancelled += 1
-            fut._resolve_cancelled(reason, msg)
-            self._settle()
-            return True
-        if self._running.get(task_id) is not fut:  # already finished
+        """``fut.cancel(msg)``: end its version unless it started, else stop it (see _stop)."""
+        ended: list[AsyncTaskFuture[Any]] = []
+        done = self._book.cancel_future(fut, ended)
+        if done is None:  # no longer the book's: it ended already
             return False
-        if not self._has_begun(fut):
-            self._release(fut, reason, msg)
-            self._settle()
-            return True
+        self._end_unstarted(ended, msg)
+        self._settle()
+        return done or self._stop(fut, reason, msg)
+
+    def _end_unstarted(self, ended: list[AsyncTaskFuture[Any]], msg: Any = None) -> None:
+        """Resolve the Futures of versions the book ended unstarted; release claimed ones now."""
+        running = self._book.running
+        for fut in ended:
+            if running.get(fut._task_id) is fut:
+                self._release(fut)
+            fut._resolve_cancelled(fut._cancel_reason or CANCELLED, msg)
+
+    def _stop(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
+        """Ask a started version to stop: cancel its Task, or once its fn or first step returns."""
         if fut._stop_reason is None:
             fut._stop_reason = reason
             fut._stop_msg = msg
@@ -391,15 +393,10 @@ class AsyncScheduler:
             return True
         return fut._aio.cancel(msg if msg is not None else reason)
 
-    def _release(self, run: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> None:
-        """End a claimed version that has not begun, as if it never was: it never will."""
-        del self._running[run._task_id]
-        self._core.release(run._task)
+    def _release(self, run: AsyncTaskFuture[Any]) -> None:
+        """A claimed version ended before it began: release it, and its Task ends unrun."""
+        self._book.release(run._task, run)
         run._task = None
-        if reason == REPLACED:
-            self._counts.replaced += 1
-        else:
-            self._counts.cancelled += 1
         aio = run._aio
         assert aio is not None
         if not aio.done():  # else something cancelled it already (a loop shutting down)
@@ -408,7 +405,6 @@ class AsyncScheduler:
             aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
         run._coro.close()  # so the coroutine is not reported as never awaited
         run._aio = run._coro = None
-        run._resolve_cancelled(reason, msg)
 
     def _orphan_done(self, aio: asyncio.Task[Any]) -> None:
         self._orphans.discard(aio)
@@ -416,9 +412,11 @@ class AsyncScheduler:
 
     def _cancel_running(self, reason: str) -> None:
         own = self._own_run()
-        for run in list(self._running.values()):
-            if run is not own:
-                self._cancel_version(run, reason)
+        running = self._book.running
+        # Only started versions run once closing: close() ended the others.
+        for run in list(running.values()):
+            if run is not own and running.get(run._task_id) is run:
+                self._stop(run, reason)
 
     def _on_loop_shutdown(self) -> None:
         """The host was cancelled: the loop is going away, so is the scheduler's work."""
@@ -428,7 +426,7 @@ class AsyncScheduler:
         self.close(cancel_running=True)
 
     def _request_pump(self) -> None:
-        if self._pump_handle is None and self._state is OPEN:
+        if self._pump_handle is None and self._book.state is OPEN:
             assert self._loop is not None
             self._pump_handle = self._loop.call_soon(self._pump, context=self._own_context)
 
@@ -443,7 +441,7 @@ class AsyncScheduler:
         ``_await_result`` or ``_call_raised``.
         """
         self._pump_handle = None
-        if self._state is not OPEN:
+        if self._book.state is not OPEN:
             return
         host = self._host
         if host is not None and host.lost():
@@ -454,8 +452,8 @@ class AsyncScheduler:
         claim = core.next
         now = self._loop.time()
         cap = self._max_concurrency
-        pending = self._pending
-        running = self._running
+        pending = self._book.pending
+        running = self._book.running
         complete = core.complete
         finished = FINISHED
         for _ in range(len(pending)):  # more may be due after: look again on the next iteration
@@ -472,8 +470,8 @@ class AsyncScheduler:
             task_id = task.task_id
             fut = pending.pop(task_id)
             running[task_id] = fut
-            if len(running) > self._peak:
-                self._peak = len(running)
+            if len(running) > self._book.peak:
+                self._book.peak = len(running)
             context: Any = fut._context
             if context is None:
                 context = Context()
@@ -503,7 +501,7 @@ class AsyncScheduler:
                             fut._schedule_callbacks()
                     else:
                         self._end(fut, task, result, None, in_call=True)
-            if self._state is not OPEN:  # a callable closed the scheduler
+            if self._book.state is not OPEN:  # a callable closed the scheduler
                 break
         else:
             if pending:
@@ -530,19 +528,19 @@ class AsyncScheduler:
                 aio = context.run(self._loop.create_task, coro)
         except BaseException as exc:  # noqa: BLE001
             self._calling = None
-            if self._running.get(fut._task_id) is not fut:  # an eager first step ended it
+            if self._book.running.get(fut._task_id) is not fut:  # an eager first step ended it
                 raise
             self._call_raised(fut, task, exc)
             return
         self._calling = None
-        if self._running.get(fut._task_id) is fut:  # not ended by an eager first step
+        if self._book.running.get(fut._task_id) is fut:  # not ended by an eager first step
             fut._aio = aio
             if fut._stop_reason is not None:  # cancelled while its fn ran
                 aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
 
     def _call_raised(self, fut: AsyncTaskFuture[Any], task: Any, exc: BaseException) -> None:
         """A version's fn (or its eager first step) raised ``exc``: fail or cancel it."""
-        del self._running[fut._task_id]
+        del self._book.running[fut._task_id]
         self._end(fut, task, None, exc, in_call=True)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             self._request_pump()  # what is due still runs if the loop goes on
@@ -562,7 +560,7 @@ class AsyncScheduler:
             raise
         except BaseException as error:  # noqa: BLE001
             exc, result = error, None
-        running = self._running
+        running = self._book.running
         del running[fut._task_id]
         task, fut._task = fut._task, None
         self._end(fut, task, result, exc, in_call=fut._aio is None)  # None: an eager first step
@@ -591,27 +589,27 @@ class AsyncScheduler:
                 fut.set_result(result)
         elif isinstance(exc, asyncio.CancelledError):
             self._core.fail(task, exc)
-            self._counts.cancelled += 1
+            self._book.counts.cancelled += 1
             msg = fut._stop_msg
             if msg is None and exc.args:
                 msg = exc.args[0]
             fut._resolve_cancelled(fut._stop_reason or CANCELLED, msg)
         else:
             self._core.fail(task, exc)
-            self._counts.failed += 1
+            self._book.counts.failed += 1
             if not fut.done():
                 fut.set_exception(settable(exc))
 
     def _settle(self) -> None:
         """After versions ended: let the host go when idle, close when closing and idle."""
-        if not self._running:
+        if not self._book.running:
             host = self._host
-            if host is not None and not self._pending:
+            if host is not None and not self._book.pending:
                 self._host = None
                 host.end()
                 self._ended_host = host.task
-            if self._state is CLOSING and not self._orphans:
-                self._state = check_transition(self._state, STATE_CLOSED)
+            if self._book.state is CLOSING and not self._orphans:
+                self._book.set_state(STATE_CLOSED)
         if self._drain_waiters:
             waiters, self._drain_waiters = self._drain_waiters, []
             for waiter in waiters:

@@ -192,8 +192,7 @@ class Book(Generic[F]):
         fut._run_at = run_at
         self.counts.scheduled += 1
         if old is not None:  # the core replaced it
-            self.counts.replaced += 1
-            self._end_pending(old, REPLACED, ended)
+            self.replaced(old, ended)
         elif self.running:
             run = self.running.get(task_id)
             if run is not None:  # a claimed version of the id: end it unless it started
@@ -348,6 +347,11 @@ class Book(Generic[F]):
         else:
             self.counts.cancelled += 1
         self._end_pending(fut, reason, ended)
+
+    def replaced(self, old: F, ended: list[F]) -> None:
+        """The core replaced ``old``'s pending version (the caller books the new one)."""
+        self.counts.replaced += 1
+        self._end_pending(old, REPLACED, ended)
 
     def _end_pending(self, fut: F, reason: str, ended: list[F]) -> None:
         """``fut``'s version left the core unrun: queue the Future to be cancelled."""
