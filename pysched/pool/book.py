@@ -12,16 +12,19 @@ versions they ended in an ``ended`` list, which the caller resolves once it
 has released its lock (``end_futures()`` for a pool's).
 
 Both schedulers keep one book. The pool uses all of it, with TaskFutures
-(``PoolBook``);
-AsyncScheduler (``pysched.aio``) uses what works on any ``BookFuture``:
-cancelling, replacing a claimed version, closing, releasing what never
-started, the state and the counters. Its own hot paths (schedule, claim and
-finish of a plain callable) change ``pending``, ``running`` and the counters
-inline, as ``add()``, ``claim()`` and ``finish()`` would; a test pins the two.
+(``PoolBook``); AsyncScheduler (``pysched.aio``) uses what works on any
+``BookFuture``: cancelling, replacing a claimed version, closing, releasing
+what never started, the state and the counters. Its own hot paths
+(schedule, claim and finish of a plain callable) change ``pending``,
+``running`` and the counters inline, as ``add()``, ``claim()`` and
+``finish()`` would; tests/test_aio_book.py pins the two.
 
 Invariants (under the owner's lock):
 
 - ``claimed == len(running) <= max_running``: every claim checks it first.
+- A claimed version has started once its Future's ``_has_started()`` says so
+  (a TaskFuture: ``start()`` made it RUNNING; an AsyncTaskFuture: its fn was
+  called or its coroutine took a step); until then it can still be ended.
 - A claimed version starts (``start()``: its Future turns RUNNING, or its
   series run is marked in progress) or is released unrun (``finish()`` with
   ``started=False``), and the decision is made here, under the lock: a cancel,
