@@ -10,10 +10,10 @@ import asyncio
 import contextvars
 import sys
 import time
-from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from contextvars import Context, copy_context
 from inspect import isawaitable
+from threading import get_ident
 from types import CoroutineType
 from typing import Any, cast
 
@@ -35,6 +35,10 @@ __all__ = ["AsyncScheduler"]
 _NO_ARGS: tuple[Any, ...] = ()
 # A version's Future is made without __init__: schedule() sets its fields.
 _new_future = object.__new__
+
+
+def _never() -> bool:
+    return False
 
 # How versions ended, besides completed, as stats() tells them: the book's
 # counts. "scheduled" and "completed" are the core's own counts (every
@@ -85,6 +89,10 @@ class AsyncScheduler:
         self._cancel_running_on_close = bool(cancel_running_on_close)
         self._core_factory = _core_factory or _impl.Scheduler
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The thread _bind() or the pump last saw the loop run on, and the loop's
+        # is_running: schedule()'s check that it is called from the running loop.
+        self._thread: int | None = None
+        self._loop_running: Callable[[], bool] = _never
         self._core: Any = None  # made on binding, with the loop's clock
         # The versions, the state and the counts, in the pool's book: nothing to
         # wake (the pump looks for itself), no bound, no aging, no lateness kept.
@@ -129,9 +137,12 @@ class AsyncScheduler:
         TypeError/ValueError/OverflowError naming a bad argument; a refused
         call changes nothing. O(log n).
         """
-        loop = get_running_loop()
-        if loop is not self._loop:
-            loop = self._bind()
+        # On the loop's thread with the loop running, as _bind() last saw: the
+        # loop runs this thread's calls (cheaper than get_running_loop(), which
+        # on 3.10 and 3.11 makes a getpid() system call each time).
+        if get_ident() != self._thread or not self._loop_running():
+            self._bind()
+        loop: Any = self._loop
         book = self._book
         if book.state is not OPEN:
             book.check_open("schedule")
@@ -342,12 +353,15 @@ class AsyncScheduler:
         return result
 
     def _bind(self) -> asyncio.AbstractEventLoop:
+        """The running loop, which the scheduler binds to on first use; RuntimeError otherwise."""
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
+            self._loop_running = loop.is_running
             self._core = self._book.core = self._core_factory(clock=loop.time)
         elif self._loop is not loop:
             raise RuntimeError("this AsyncScheduler is bound to a different event loop")
+        self._thread = get_ident()
         return loop
 
     def _own_run(self) -> AsyncTaskFuture[Any] | None:
@@ -441,7 +455,9 @@ class AsyncScheduler:
         ``_await_result`` or ``_call_raised``.
         """
         self._pump_handle = None
-        if self._book.state is not OPEN:
+        self._thread = get_ident()  # where the loop runs now, even if it moved
+        book = self._book
+        if book.state is not OPEN:
             return
         host = self._host
         if host is not None and host.lost():
@@ -452,8 +468,8 @@ class AsyncScheduler:
         claim = core.next
         now = self._loop.time()
         cap = self._max_concurrency
-        pending = self._book.pending
-        running = self._book.running
+        pending = book.pending
+        running = book.running
         complete = core.complete
         finished = FINISHED
         for _ in range(len(pending)):  # more may be due after: look again on the next iteration
@@ -470,8 +486,8 @@ class AsyncScheduler:
             task_id = task.task_id
             fut = pending.pop(task_id)
             running[task_id] = fut
-            if len(running) > self._book.peak:
-                self._book.peak = len(running)
+            if len(running) > book.peak:
+                book.peak = len(running)
             context: Any = fut._context
             if context is None:
                 context = Context()
@@ -501,7 +517,7 @@ class AsyncScheduler:
                             fut._schedule_callbacks()
                     else:
                         self._end(fut, task, result, None, in_call=True)
-            if self._book.state is not OPEN:  # a callable closed the scheduler
+            if book.state is not OPEN:  # a callable closed the scheduler
                 break
         else:
             if pending:
