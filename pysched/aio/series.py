@@ -34,7 +34,17 @@ from typing import Any, NamedTuple
 
 from .._errors import SchedulerClosed
 from .._validate import check_callable, check_hashable, check_priority, check_time
-from ..calendar import Cron, Event, EventHub, Every, Fire, Reading, Series, SeriesBook
+from ..calendar import (
+    Cron,
+    Event,
+    EventHub,
+    Every,
+    Fire,
+    Reading,
+    Series,
+    SeriesBook,
+    read_clocks,
+)
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import CANCELLED, CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import SeriesHandle
@@ -104,7 +114,7 @@ class SeriesDriver:
 
     def read(self) -> Reading:
         assert self._loop is not None
-        return Reading(self.wall_clock(), self._loop.time())
+        return read_clocks(self.wall_clock, self._loop.time)
 
     # -- the scheduler's calls -------------------------------------------------------------
 

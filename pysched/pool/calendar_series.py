@@ -26,8 +26,16 @@ from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
-from .._validate import check_capacity, check_time
-from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
+from .._validate import check_capacity
+from ..calendar import (
+    ClockWatch,
+    Event,
+    EventHub,
+    Reading,
+    Series,
+    clock_jump_event,
+    read_clocks,
+)
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import ERROR
 from ..calendar.handle import fire_datetimes
@@ -58,8 +66,7 @@ class PoolCalendar:
 
     def read(self) -> Reading:
         """Both clocks; the error of a clock that raises or gives no finite number."""
-        return Reading(check_time(self.wall_clock(), "wall_clock()"),
-                       check_time(self.clock(), "clock()"))
+        return read_clocks(self.wall_clock, self.clock)
 
     def observe(self, now: Reading, events: list[Event]) -> Any:
         """The jump since the last look, if any (its event added to ``events``); under lock."""
