@@ -19,6 +19,8 @@ from pool_helpers import clock_fixture, make_pool_fixture  # noqa: F401  (fixtur
 from pysched import AsyncScheduler, Every
 from pysched.calendar import Reading, read_clocks
 from pysched.calendar._readings import PAIR_ATTEMPTS, PAIR_TOLERANCE
+from pysched.durable import DurableScheduler
+from pysched.durable.memory import MemoryStore
 from pysched.pool.calendar_series import PoolCalendar
 
 W0 = 1_800_000_000.0
@@ -108,6 +110,14 @@ def test_the_asyncio_scheduler_reads_its_clocks_paired():
         return driver.read()
 
     assert consistent(asyncio.run(main()))
+
+
+def test_the_durable_scheduler_reads_its_clocks_paired():
+    clocks = PausingClocks()
+    with DurableScheduler(MemoryStore(), max_workers=0, clock=clocks.mono,
+                          wall_clock=clocks.wall) as sched:
+        clocks.pauses = [PAUSE]
+        assert consistent(sched._series.read())
 
 
 def test_an_every_start_is_not_delayed_by_a_pause(make_pool, clock):

@@ -36,7 +36,7 @@ from typing import Any
 
 from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
-from ..calendar import Cron, Event, Every, Reading, Series
+from ..calendar import Cron, Event, Every, Series, read_clocks
 from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
@@ -156,7 +156,7 @@ class DurableScheduler:
         self._series = SeriesDriver(
             self.store.series_table(), owner=self.owner, registry=registry,
             served=lambda ref, queue: s.served()(ref, queue),
-            read=lambda: Reading(wall_clock(), clock()), lease=lease,
+            read=lambda: read_clocks(wall_clock, clock), lease=lease,
             start=self._runs.submit, scheduler=self, retention=retention)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
