@@ -360,6 +360,46 @@ def test_runs_decided_but_not_started_are_skipped_when_the_series_stops() -> Non
         ("skipped", "closed", ts("2025-01-01T00:03")), ("stopped", "closed", None)]
 
 
+@pytest.mark.parametrize("overlap", ["skip", "coalesce", "queue"])
+@pytest.mark.parametrize("on_error", ["continue", "stop"])
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_run_ending_after_its_series_stopped_reports_no_fire_time(
+        overlap: str, on_error: str, failed: bool) -> None:
+    """Fire times that came due while the last run ran, after the stop: none is reported
+    skipped or coalesced, no run is queued, no second "stopped"; only the run's own failure."""
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), overlap=overlap, on_error=on_error)
+    clocks.advance(30)
+    decision = series.poll(clocks.read())
+    assert decision.start is not None and series.begin(clocks.read()) == (True, [])
+    assert [e.kind for e in series.cancel()] == ["stopped"]
+    clocks.advance(5 * 60)  # five fire times come due while the run goes on
+    events = series.finished(clocks.read(), failed)
+    assert [(e.kind, e.fire_time) for e in events] == (
+        [("failed", ts("2025-01-01T00:01"))] if failed else [])
+    assert series.poll(clocks.read()).start is None and series.next_wake(clocks.read()) is None
+
+
+def test_a_run_decided_before_the_stop_does_not_begin_and_reports_nothing() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), catch_up="none", misfire_grace=0)
+    clocks.advance(30)
+    assert series.poll(clocks.read()).start is not None
+    series.cancel()
+    clocks.advance(90)  # it would be a misfire now: nothing says so once stopped
+    assert series.begin(clocks.read()) == (False, [])
+    assert series.running is None
+
+
+def test_resuming_a_stopped_series_reports_nothing() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read())
+    series.pause()
+    series.cancel()
+    clocks.advance(10 * 60)
+    assert series.resume(clocks.read()) == [] and not series.paused
+
+
 def test_pause_resume_skips_with_events() -> None:
     clocks = FakeClocks(ts("2025-01-01T00:00:30"))
     series = Series("p", Cron("* * * * *"), clocks.read())

@@ -20,6 +20,11 @@ Invariants, each by construction:
   (skipped, coalesced or late) with its reason and lateness.
 - A long outage costs bounded work: at most ``SCAN_LIMIT`` fire times are
   enumerated per decision; beyond that the events say ``count=None``.
+- A stopped series decides nothing more: its "stopped" event is its last
+  word on fire times. Afterwards ``poll``, ``begin``, ``finished`` and
+  ``resume`` report no fire time (skipped, coalesced or late) and start
+  nothing; only a run that was in progress at the stop and then raised is
+  still reported, once, as "failed".
 """
 
 from __future__ import annotations
@@ -190,6 +195,9 @@ class Series:
         fire = self.running
         if fire is None:
             raise RuntimeError("begin() without a run decided")
+        if self.stopped:  # ended while the run waited; its scheduler reports it not started
+            self.running = None
+            return False, []
         lateness = self._clock(now) - fire.fire_time
         if lateness <= self.misfire_grace or fire.lateness > self.misfire_grace:
             return True, []  # on time, or already reported late when decided
@@ -199,7 +207,10 @@ class Series:
         return True, [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
 
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
-        """The run ``poll`` returned has ended at ``now``; ``failed``: it raised."""
+        """The run ``poll`` returned has ended at ``now``; ``failed``: it raised.
+
+        After the series stopped, only the failure of that run is reported.
+        """
         fire = self.running
         if fire is None:
             raise RuntimeError("finished() without a run in progress")
@@ -207,9 +218,11 @@ class Series:
         events: list[Event] = []
         if failed:
             events.append(self._event(FAILED, ERROR, fire.fire_time, fire.lateness))
-            if self.on_error == "stop":
-                events += self._stop(ERROR, fire.fire_time, fire.lateness)
-                return events
+        if self.stopped:
+            return events
+        if failed and self.on_error == "stop":
+            events += self._stop(ERROR, fire.fire_time, fire.lateness)
+            return events
         end = self._clock(now)
         if self.overlap == "queue" or self._next is None or self._next >= end:
             return events
@@ -252,10 +265,13 @@ class Series:
         self.paused = True
 
     def resume(self, now: Reading) -> list[Event]:
-        """Resume; the fire times that came due while paused are skipped, with events."""
+        """Resume; the fire times that came due while paused are skipped, with events
+        (none once the series stopped: it reports nothing after its end)."""
         if not self.paused:
             return []
         self.paused = False
+        if self.stopped:
+            return []
         self._jump = None
         t = self._clock(now)
         if self._next is None or self._next > t:
