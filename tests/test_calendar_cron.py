@@ -196,6 +196,14 @@ def test_every_validation_names_the_argument() -> None:
     with pytest.raises(TypeError, match="start"):
         Every(5, start=1.0)  # type: ignore[arg-type]
     assert Every(timedelta(minutes=2)).seconds == 120.0
+    with pytest.raises(TypeError, match="start_at"):
+        Every(5, start_at="soon")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="start_at"):
+        Every(5, start=datetime(2025, 1, 1, tzinfo=UTC), start_at=3.0)
+    with pytest.raises(TypeError, match="fixed_delay"):
+        Every(5, fixed_delay="yes")  # type: ignore[arg-type]
+    assert "after the end of the previous run" in Every(5, fixed_delay=True).describe()
+    assert repr(Every(5, start_at=2.0)) == "Every(5.0, start_at=2.0)"
 
 
 def test_every_fire_times_are_multiples_of_the_interval_from_the_anchor() -> None:

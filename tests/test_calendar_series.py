@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 from calendar_driver import Driver, FakeClocks, ts
 
-from pysched.calendar import ClockWatch, Cron, Event, EventHub, Every, Reading, Series
+from pysched.calendar import ClockWatch, Cron, Event, EventHub, Every, Fire, Reading, Series
 from pysched.calendar import series as series_module
 
 HOUR = 3600.0
@@ -303,6 +303,38 @@ def test_every_is_anchored_so_runs_do_not_drift() -> None:
     d = Driver([series], clocks, run_time=3.7)
     d.run_until_wall(ts("2025-01-01T00:10"))
     assert d.fired("e") == [50.0 + 10 * k for k in range(1, 61)]
+
+
+def test_every_start_at_is_a_time_on_the_monotonic_clock() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=50.0)
+    series = Series("e", Every(0.1, start_at=52.0), clocks.read())
+    assert series.next_fire_times(3) == [52.0, 52.1, 52.2]  # exact: no wall reading involved
+    with pytest.raises(ValueError, match="start_at"):
+        Series("w", Every(1, start_at=52.0), clocks.read(), timeline="wall")
+
+
+def test_every_fixed_delay_counts_from_the_end_of_each_run() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
+    series = Series("d", Every(1.0, start_at=1.0, fixed_delay=True), clocks.read(),
+                    misfire_grace=None, overlap="skip")
+    clocks.advance(1.0)
+    assert series.poll(clocks.read()).start == Fire(1.0, 0.0)
+    clocks.advance(2.5)  # the run ends at 3.5: nothing came due during it, nothing is skipped
+    assert series.finished(clocks.read()) == []
+    assert series.next_fire_times(2) == [4.5, 5.5]
+    clocks.advance(1.0)
+    assert series.poll(clocks.read()).start == Fire(4.5, 0.0)
+
+
+def test_a_run_ending_exactly_on_a_fire_time_does_not_skip_it() -> None:
+    """3 * 0.1 is 0.30000000000000004: the run ending then skips 0.1 and 0.2, not it."""
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
+    series = Series("t", Every(0.1, start_at=0.0), clocks.read(), misfire_grace=None)
+    assert series.poll(clocks.read()).start == Fire(0.0, 0.0)
+    clocks.mono = 3 * 0.1
+    [skipped] = series.finished(clocks.read())
+    assert (skipped.kind, skipped.reason, skipped.count) == ("skipped", "overlap", 2)
+    assert series.next_fire_times(1) == [3 * 0.1]
 
 
 def test_every_with_a_start_in_the_past_catches_up_by_policy() -> None:

@@ -536,3 +536,12 @@ def test_a_failing_clock_stores_no_series(store: Any) -> None:
         with pytest.raises(ValueError, match="wall_clock"):
             sched.schedule_recurring("s", Every(1), 0, tick, args=["a"])
         assert store.series_table().rows() == []
+
+
+@pytest.mark.parametrize("trigger, why", [
+    (Every(5, fixed_delay=True), "fixed delay"),
+    (Every(5, start_at=3.0), "start_at"),
+])
+def test_an_every_bound_to_one_process_is_refused_naming_it(trigger: Every, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        encode_spec(trigger, Policies(1.0, "latest", "skip", "continue", 100), T0)

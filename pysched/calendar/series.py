@@ -73,6 +73,9 @@ class FireSequence(Protocol):
 
     def next_fire(self, after: float) -> float | None: ...
 
+    def after_run(self, end: float) -> FireSequence:
+        """The fire times once a run ended at ``end`` (a fixed delay starts again there)."""
+
 
 class Trigger(Protocol):
     """What ``Series`` needs of ``Cron`` and ``Every``."""
@@ -224,6 +227,12 @@ class Series:
             events += self._stop(ERROR, fire.fire_time, fire.lateness)
             return events
         end = self._clock(now)
+        restarted = self._seq.after_run(end)
+        if restarted is not self._seq and not self._ready:
+            # fixed delay: what was due is superseded by the grid from this end
+            self._seq = restarted
+            self._next = restarted.first()
+            return events
         if self.overlap == "queue" or self._next is None or self._next >= end:
             return events
         # fire times that came due while the run was in progress: [self._next, end)
