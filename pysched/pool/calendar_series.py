@@ -134,6 +134,7 @@ class CalendarRecurrence(Recurrence):
         calendar = self.calendar
         series = self.series
         events: list[Event] = []
+        self.fired = False
         with calendar.lock:
             self.last = None
             self.last = now = calendar.read()
@@ -147,6 +148,7 @@ class CalendarRecurrence(Recurrence):
         calendar.hub.emit(events)
         if not start:
             return
+        self.fired = True
         failed = True
         context = CURRENT_FIRE.set(decision.start)
         try:

@@ -49,7 +49,7 @@ class Recurrence:
     """
 
     __slots__ = ("interval", "mode", "overlap", "on_error", "priority", "start", "index",
-                 "stopped")
+                 "stopped", "fired")
 
     def __init__(self, interval: float, mode: str, overlap: str, on_error: str,
                  priority: int, start: float) -> None:
@@ -61,6 +61,8 @@ class Recurrence:
         self.start = start  # due time of run 0
         self.index = 0
         self.stopped = False
+        # whether the last run called the user's function (else: an idle wake-up)
+        self.fired = True
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After the current run returned at ``end``: (next run_at, skipped, coalesced).
