@@ -329,3 +329,25 @@ def test_stress_many_fast_series_on_real_clocks(impl):
                       and e.kind in ("skipped", "coalesced"))
         assert series.stopped and not series._ready
         assert runs.get(i, 0) + dropped == len(fires), i
+
+
+def test_wake_ups_that_run_nothing_are_not_completed_tasks(setup, clock):
+    """A paused series looks every second whether it was resumed: those wake-ups ran no
+    function, so stats() counts them apart from the user's completed tasks."""
+    from pool_helpers import accounted
+
+    pool, wall, events = setup
+    runs = Runs(wall)
+    handle = pool.schedule_recurring("tick", Every(10), 0, runs)
+    clock.wait_for_sleeper(10.0)
+    clock.advance(10.0)
+    runs.wait_for(1)
+    handle.pause()
+    for t in (20.0, 21.0, 22.0):  # the wake-up due at 20 finds it paused; it looks each second
+        clock.wait_for_sleeper(t)
+        clock.advance(t - clock())
+    clock.wait_for_sleeper(23.0)
+    stats = pool.stats()
+    assert (stats["completed"], stats["idle_wakeups"]) == (1, 3)
+    assert stats["scheduled"] == accounted(stats)
+    assert runs.at == [W0 + 10.0]
