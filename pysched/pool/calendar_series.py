@@ -37,11 +37,11 @@ from ..calendar import (
     read_clocks,
 )
 from ..calendar.current import CURRENT_FIRE
-from ..calendar.events import ERROR
+from ..calendar.events import COALESCED, ERROR, SKIPPED
 from ..calendar.handle import fire_datetimes
 from .book import REPLACED
 from .future import TaskFuture
-from .recurring import CONTINUE, FIXED_DELAY, SKIP, STOP, Recurrence
+from .recurring import CONTINUE, STOP, Recurrence
 from .token import CANCELLED, CLOSED
 
 __all__ = ["CalendarRecurrence", "PoolCalendar", "RecurringHandle"]
@@ -77,21 +77,34 @@ class PoolCalendar:
 
 
 class CalendarRecurrence(Recurrence):
-    """The pool's series record for a calendar ``Series``: each run is a wake-up."""
+    """The pool's series record for a ``Series``: each run is a wake-up."""
 
-    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last")
+    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last", "_skipped",
+                 "_coalesced")
 
     def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
                  fn: Callable[..., Any], args: tuple[Any, ...],
                  kwargs: Mapping[str, Any]) -> None:
-        on_error = CONTINUE if series.on_error == "continue" else STOP
-        super().__init__(1.0, FIXED_DELAY, SKIP, on_error, priority, 0.0)
+        super().__init__(CONTINUE if series.on_error == "continue" else STOP, priority)
         self.series = series
         self.calendar = calendar
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.last: Reading | None = None  # the latest reading; None: the last read failed
+        # fire times skipped and coalesced since next_run last handed them to the book
+        self._skipped = 0
+        self._coalesced = 0
+
+    def _tally(self, events: list[Event]) -> list[Event]:
+        """Count the fire times ``events`` skip or coalesce, for the pool's counters; under
+        the calendar lock. Returns ``events``."""
+        for event in events:
+            if event.kind == SKIPPED:
+                self._skipped += event.count or 0
+            elif event.kind == COALESCED:
+                self._coalesced += event.count or 0
+        return events
 
     def ended(self, fut: Future[Any]) -> None:
         """The series' Future is done: the series ends (its event says why).
@@ -116,11 +129,13 @@ class CalendarRecurrence(Recurrence):
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
-        last = self.last
-        if last is None:
-            return end + RETRY, 0, 0
         with self.calendar.lock:
-            return self._wake(Reading(last.wall + (end - last.mono), end)), 0, 0
+            counted = self._skipped, self._coalesced
+            self._skipped = self._coalesced = 0
+            last = self.last
+            if last is None:
+                return end + RETRY, *counted
+            return self._wake(Reading(last.wall + (end - last.mono), end)), *counted
 
     def _wake(self, now: Reading) -> float:
         wake = self.series.next_wake(now)
@@ -140,11 +155,11 @@ class CalendarRecurrence(Recurrence):
             self.last = now = calendar.read()
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
-            events += decision.events
+            events += self._tally(decision.events)
             start = False
             if decision.start is not None:
                 start, begun = series.begin(now)
-                events += begun
+                events += self._tally(begun)
         calendar.hub.emit(events)
         if not start:
             return
@@ -167,7 +182,7 @@ class CalendarRecurrence(Recurrence):
                 end = calendar.read()
             except Exception as exc:
                 end, error = start, exc
-            events = self.series.finished(end, failed or error is not None)
+            events = self._tally(self.series.finished(end, failed or error is not None))
             self.last = end  # the start's reading when the end's failed: still a good one
         calendar.hub.emit(events)
         if error is not None:

@@ -34,7 +34,16 @@ from .book import PoolBook
 from .calendar_series import CalendarRecurrence, PoolCalendar, RecurringHandle
 from .clocks import checked_clock, waiter_for
 from .future import _NO_KWARGS, TaskFuture
-from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence
+from .recurring import (
+    FIXED_DELAY,
+    FIXED_RATE,
+    MODES,
+    ON_ERRORS,
+    OVERLAPS,
+    SKIP,
+    STOP,
+    every_catch_up,
+)
 from .threads import PoolThreads
 from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
 
@@ -173,32 +182,31 @@ class ThreadPoolScheduler(Executor):
                        timeout: float | None = None) -> TaskFuture:
         """Run ``fn`` every ``interval`` seconds as a recurring series of ``task_id``.
 
-        The first run is due at ``start_at`` (default: one interval from now).
-        ``mode`` is "fixed_rate" (run k due at start_at + k * interval) or
-        "fixed_delay" (due interval after the previous run returned).
-        ``overlap`` ("skip", "coalesce" or "queue") says what becomes of runs
-        that come due while one is still running; runs never overlap (see
-        ``pysched.pool.recurring``). ``on_error``: "stop" (the default, as Java's
-        executors do) ends the series when a run raises or times out, and its
-        Future fails with that exception; "continue" counts the failure and
-        goes on. Each run is a new version of ``task_id``; ``cancel(task_id)``
-        or cancelling the returned Future stops the series. That Future never
+        ``schedule_recurring`` with an ``Every`` trigger, no misfire grace, and
+        the series' Future returned. The first run is due at ``start_at``
+        (default: one interval from now). ``mode`` is "fixed_rate" (run k due
+        at start_at + k * interval) or "fixed_delay" (due interval after the
+        previous run returned). ``overlap`` ("skip", "coalesce" or "queue")
+        says what becomes of runs that come due while one is still running;
+        runs never overlap (see ``pysched.pool.recurring``). ``on_error``:
+        "stop" (the default, as Java's executors do) ends the series when a run
+        raises or times out, and its Future fails with that exception;
+        "continue" counts the failure and goes on. ``cancel(task_id)`` or
+        cancelling the returned Future stops the series. That Future never
         gets a result: it is cancelled or fails.
         """
         check_hashable(task_id, "task_id")
         interval = _check_seconds(interval, "interval", allow_zero=False)
-        priority = check_priority(priority, "priority")
         check_choice(mode, "mode", MODES)
         check_choice(overlap, "overlap", OVERLAPS)
         check_choice(on_error, "on_error", ON_ERRORS)
         if start_at is not None:
             start_at = check_time(start_at, "start_at")
-        fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        now = self._clock()
-        first = now + interval if start_at is None else start_at
-        fut._series = Recurrence(interval, mode, overlap, on_error, priority, first)
-        self._pool.add(task_id, first, priority, fut, now)
-        return fut
+        trigger = Every(interval, start_at=start_at, fixed_delay=mode == FIXED_DELAY)
+        return self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
+                                       misfire_grace=None, overlap=overlap, on_error=on_error,
+                                       max_catch_up=every_catch_up(overlap),
+                                       timeout=timeout).future
 
     def schedule_recurring(self, task_id: Hashable, trigger: Cron | Every, priority: int,
                            fn: Callable[..., Any], args: Iterable[Any] = (),
