@@ -191,7 +191,7 @@ def test_pause_and_resume_do_nothing_once_the_series_ended(setup, clock):
     other = pool.schedule_recurring("other", Every(10), 0, Runs(clock))
     assert other.cancel()
     other.pause()
-    assert not other.paused and repr(other) == "<RecurringHandle 'other' cancelled>"
+    assert not other.paused and repr(other) == "<SeriesHandle 'other' cancelled>"
 
 
 def test_a_series_the_pool_ends_says_so_in_its_event(make_pool, clock):
@@ -318,7 +318,7 @@ def test_stress_many_fast_series_on_real_clocks(impl):
     pool.close(wait=True, timeout=WAIT)
     assert not overlapped
     for i, handle in enumerate(handles):
-        series = handle._record.series
+        series = handle._series
         grid = series._seq
         fires = []
         fire = grid.first()
@@ -351,3 +351,12 @@ def test_wake_ups_that_run_nothing_are_not_completed_tasks(setup, clock):
     assert (stats["completed"], stats["idle_wakeups"]) == (1, 3)
     assert stats["scheduled"] == accounted(stats)
     assert runs.at == [W0 + 10.0]
+
+
+def test_the_pool_returns_the_same_handle_class_as_the_asyncio_scheduler(setup):
+    from pysched.calendar import SeriesHandle
+
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("tick", Every(10), 0, print)
+    assert type(handle) is SeriesHandle and handle.task_id == handle.series_id == "tick"
+    assert handle.future is not None and not handle.future.done()

@@ -21,12 +21,11 @@ series goes on or stops by ``on_error``, and a failed wake-up looks again
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
-from datetime import datetime
 from typing import Any
 
-from .._validate import check_capacity
 from ..calendar import (
     ClockWatch,
     Event,
@@ -38,13 +37,13 @@ from ..calendar import (
 )
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import COALESCED, ERROR, SKIPPED
-from ..calendar.handle import fire_datetimes
+from ..calendar.handle import SeriesHandle
 from .book import REPLACED
 from .future import TaskFuture
 from .recurring import CONTINUE, STOP, Recurrence
 from .token import CANCELLED, CLOSED
 
-__all__ = ["CalendarRecurrence", "PoolCalendar", "RecurringHandle"]
+__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "pool_series_handle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
 PAUSED_POLL = 1.0
@@ -189,64 +188,45 @@ class CalendarRecurrence(Recurrence):
             raise error
 
 
-class RecurringHandle:
-    """What ``ThreadPoolScheduler.schedule_recurring`` returns.
+class PoolSeries:
+    """A pool series as its ``SeriesHandle`` acts on it (``pysched.calendar.handle.SeriesOwner``).
 
-    ``next_fire_times(n)``, ``pause()``, ``resume()``, ``cancel()``; ``future``
-    is the series' Future (cancelled when the series is cancelled or replaced,
-    failed by a run that stops it under ``on_error="stop"``).
+    The series is the pool's while its Future is not done. Pausing and
+    resuming act on the series under the calendar lock (the handle's);
+    cancelling is the Future's cancel, which takes the pool's lock, so it is
+    never called under the calendar lock. A paused series looks every
+    ``PAUSED_POLL`` seconds whether it was resumed: nothing to notify.
     """
 
-    __slots__ = ("task_id", "future", "_record")
+    __slots__ = ("record", "future", "_outbox")
 
-    def __init__(self, task_id: Hashable, future: TaskFuture,
-                 record: CalendarRecurrence) -> None:
-        self.task_id = task_id
+    def __init__(self, record: CalendarRecurrence, future: TaskFuture) -> None:
+        self.record = record
         self.future = future
-        self._record = record
+        self._outbox: deque[Event] = deque()  # flush() pops unlocked while resume() appends
 
-    def __repr__(self) -> str:
-        state = "cancelled" if self.cancelled else "paused" if self.paused else "active"
-        return f"<RecurringHandle {self.task_id!r} {state}>"
+    def get(self, series_id: Hashable) -> Series | None:
+        return None if self.future.done() else self.record.series
 
-    @property
-    def cancelled(self) -> bool:
-        """True once the series ended: cancelled, replaced, closed or stopped by an error."""
-        return self.future.done()
+    def pause(self, series_id: Hashable) -> None:
+        self.record.series.pause()
 
-    @property
-    def paused(self) -> bool:
-        return self._record.series.paused
+    def resume(self, series_id: Hashable, now: Reading) -> None:
+        self._outbox.extend(self.record._tally(self.record.series.resume(now)))
 
-    def next_fire_times(self, n: int) -> list[datetime]:
-        """The next ``n`` fire times not yet handled, as aware datetimes (see SeriesHandle)."""
-        n = check_capacity(n, "n")
-        if self.cancelled:
-            return []
-        record = self._record
-        with record.calendar.lock:
-            fires = record.series.next_fire_times(n)
-            now = record.calendar.read()
-        return fire_datetimes(record.series, fires, now)
-
-    def pause(self) -> None:
-        """Start no more runs until ``resume``; a run in progress goes on. Nothing once ended."""
-        series = self._record.series
-        with self._record.calendar.lock:
-            if not series.stopped:
-                series.pause()
-
-    def resume(self) -> None:
-        """Resume (within a second of the pool's clock); fire times meanwhile are skipped.
-
-        Nothing once the series ended: no fire time of it is reported skipped after its end.
-        """
-        calendar = self._record.calendar
-        series = self._record.series
-        with calendar.lock:
-            events = [] if series.stopped else series.resume(calendar.read())
-        calendar.hub.emit(events)
-
-    def cancel(self) -> bool:
-        """End the series; False if it had already ended (or been replaced)."""
+    def cancel(self, series: Series) -> bool:
         return not self.future.done() and self.future.cancel()
+
+    def flush(self) -> None:
+        events: list[Event] = []
+        while self._outbox:
+            events.append(self._outbox.popleft())
+        self.record.calendar.hub.emit(events)
+
+
+def pool_series_handle(task_id: Hashable, future: TaskFuture,
+                       record: CalendarRecurrence) -> SeriesHandle:
+    """The handle ``ThreadPoolScheduler.schedule_recurring`` returns for ``record``."""
+    calendar = record.calendar
+    return SeriesHandle(PoolSeries(record, future), record.series, read=calendar.read,
+                        lock=calendar.lock, future=future)

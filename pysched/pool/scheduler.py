@@ -28,10 +28,10 @@ from .._validate import (
     check_priority,
     check_time,
 )
-from ..calendar import Cron, Event, Every, Series
+from ..calendar import Cron, Event, Every, Series, SeriesHandle
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .book import PoolBook
-from .calendar_series import CalendarRecurrence, PoolCalendar, RecurringHandle
+from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
 from .clocks import checked_clock, waiter_for
 from .future import _NO_KWARGS, TaskFuture
 from .recurring import (
@@ -203,10 +203,12 @@ class ThreadPoolScheduler(Executor):
         if start_at is not None:
             start_at = check_time(start_at, "start_at")
         trigger = Every(interval, start_at=start_at, fixed_delay=mode == FIXED_DELAY)
-        return self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
-                                       misfire_grace=None, overlap=overlap, on_error=on_error,
-                                       max_catch_up=every_catch_up(overlap),
-                                       timeout=timeout).future
+        series = self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
+                                         misfire_grace=None, overlap=overlap,
+                                         on_error=on_error, max_catch_up=every_catch_up(overlap),
+                                         timeout=timeout).future
+        assert isinstance(series, TaskFuture)  # the pool's handles carry the series' Future
+        return series
 
     def schedule_recurring(self, task_id: Hashable, trigger: Cron | Every, priority: int,
                            fn: Callable[..., Any], args: Iterable[Any] = (),
@@ -214,7 +216,7 @@ class ThreadPoolScheduler(Executor):
                            misfire_grace: float | None = 1.0, catch_up: str = "latest",
                            overlap: str = "skip", on_error: str = "continue",
                            max_catch_up: int = 100,
-                           timeout: float | None = None) -> RecurringHandle:
+                           timeout: float | None = None) -> SeriesHandle:
         """Run ``fn`` at each fire time of ``trigger`` (a ``Cron`` or an ``Every``).
 
         A calendar trigger fires on the wall clock (``wall_clock``), never
@@ -244,7 +246,7 @@ class ThreadPoolScheduler(Executor):
         fut._series = record
         self._pool.add(task_id, record.first_wake(), priority, fut, self._clock())
         fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
-        return RecurringHandle(task_id, fut, record)
+        return pool_series_handle(task_id, fut, record)
 
     def add_listener(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
