@@ -124,7 +124,7 @@ class Series:
 
     __slots__ = ("series_id", "trigger", "timeline", "misfire_grace", "catch_up", "max_catch_up",
                  "overlap", "on_error", "recheck", "last_fire", "running", "paused",
-                 "stopped", "_seq", "_next", "_ready", "_jump")
+                 "stopped", "stop_reason", "_seq", "_next", "_ready", "_jump")
 
     def __init__(self, series_id: Hashable, trigger: Trigger, now: Reading, *,
                  last_fire: float | None = None, misfire_grace: float | None = 1.0,
@@ -163,6 +163,7 @@ class Series:
         self.running: Fire | None = None
         self.paused = False
         self.stopped = False
+        self.stop_reason: str | None = None  # why it stopped, once it did
         self._jump: Jump | None = None  # seen while busy: names the reasons at the next decision
 
     # -- the scheduler's calls -------------------------------------------------------------
@@ -455,6 +456,7 @@ class Series:
     def _stop(self, reason: str, fire: float | None, lateness: float) -> list[Event]:
         """End the series: the runs decided but not started are skipped, for ``reason``."""
         self.stopped = True
+        self.stop_reason = reason
         # count 1: the fire times a run stood for were reported as coalesced already
         events = [self._event(SKIPPED, reason, run.fire_time, lateness) for run in self._ready]
         self._ready.clear()
