@@ -360,3 +360,20 @@ def test_the_pool_returns_the_same_handle_class_as_the_asyncio_scheduler(setup):
     handle = pool.schedule_recurring("tick", Every(10), 0, print)
     assert type(handle) is SeriesHandle and handle.task_id == handle.series_id == "tick"
     assert handle.future is not None and not handle.future.done()
+
+
+def test_a_task_id_is_one_thing_for_one_shots_and_series(setup, clock):
+    """A one-shot of a series' id replaces the whole series; a series replaces the id's
+    pending one-shot; cancel(task_id) ends a series. As in AsyncScheduler and the durable one."""
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("job", Every(10), 0, print)
+    once = pool.schedule_in("job", 5.0, 0, str.upper, ("once",))
+    assert handle.cancelled and handle.future.cancel_reason == "replaced"
+    clock.advance(5.0)
+    assert once.result(WAIT) == "ONCE"
+    pending = pool.schedule_in("other", 50.0, 0, print)
+    series = pool.schedule_recurring("other", Every(10), 0, print)
+    assert pending.cancelled() and pending.cancel_reason == "replaced" and not series.cancelled
+    assert pool.cancel("other") and series.cancelled and not pool.cancel("other")
+    assert [(e.series, e.kind, e.reason) for e in events if e.series is not None] == [
+        ("job", "stopped", "replaced"), ("other", "stopped", "cancelled")]
