@@ -1,12 +1,12 @@
-"""Calendar series in the pool: a ``pysched.calendar.Series`` driven by the pool's own heap.
+"""Recurring series in the pool: a ``pysched.calendar.Series`` driven by the pool's own heap.
 
-Each pending version of a calendar series is a wake-up: the core holds it at
-the series' next wake time on the pool's clock, and when a worker runs it,
-``CalendarRecurrence.run`` reads both clocks, lets the series decide, and
-calls the user's function only for a fire time the series starts (never
-before its wall-clock instant). Then the book asks ``next_run`` for the next
-wake-up, as it does for ``schedule_every``'s fixed-rate series; nothing else
-in the pool changes.
+Every recurring series of the pool, ``schedule_recurring``'s and
+``schedule_every``'s, is one of these. Each pending version of a series is a
+wake-up: the core holds it at the series' next wake time on the pool's clock,
+and when a worker runs it, ``CalendarRecurrence.run`` reads both clocks, lets
+the series decide, and calls the user's function only for a fire time the
+series starts (never before its wall-clock instant). Then the book asks
+``next_run`` for the next wake-up; nothing else in the pool changes.
 
 Lock order: the pool's lock, then the calendar lock (``next_run`` is called
 under the pool's lock); the calendar lock is never held while taking the
@@ -95,7 +95,7 @@ class CalendarRecurrence(Recurrence):
         self._skipped = 0
         self._coalesced = 0
 
-    def _tally(self, events: list[Event]) -> list[Event]:
+    def tally(self, events: list[Event]) -> list[Event]:
         """Count the fire times ``events`` skip or coalesce, for the pool's counters; under
         the calendar lock. Returns ``events``."""
         for event in events:
@@ -154,11 +154,11 @@ class CalendarRecurrence(Recurrence):
             self.last = now = calendar.read()
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
-            events += self._tally(decision.events)
+            events += self.tally(decision.events)
             start = False
             if decision.start is not None:
                 start, begun = series.begin(now)
-                events += self._tally(begun)
+                events += self.tally(begun)
         calendar.hub.emit(events)
         if not start:
             return
@@ -181,7 +181,7 @@ class CalendarRecurrence(Recurrence):
                 end = calendar.read()
             except Exception as exc:
                 end, error = start, exc
-            events = self._tally(self.series.finished(end, failed or error is not None))
+            events = self.tally(self.series.finished(end, failed or error is not None))
             self.last = end  # the start's reading when the end's failed: still a good one
         calendar.hub.emit(events)
         if error is not None:
@@ -212,7 +212,7 @@ class PoolSeries:
         self.record.series.pause()
 
     def resume(self, series_id: Hashable, now: Reading) -> None:
-        self._outbox.extend(self.record._tally(self.record.series.resume(now)))
+        self._outbox.extend(self.record.tally(self.record.series.resume(now)))
 
     def cancel(self, series: Series) -> bool:
         return not self.future.done() and self.future.cancel()
