@@ -342,6 +342,7 @@ def test_wake_ups_that_run_nothing_are_not_completed_tasks(setup, clock):
     clock.wait_for_sleeper(10.0)
     clock.advance(10.0)
     runs.wait_for(1)
+    clock.wait_for_sleeper(20.0)  # the run at 10 has ended: its next wake-up is pending
     handle.pause()
     for t in (20.0, 21.0, 22.0):  # the wake-up due at 20 finds it paused; it looks each second
         clock.wait_for_sleeper(t)
@@ -377,3 +378,18 @@ def test_a_task_id_is_one_thing_for_one_shots_and_series(setup, clock):
     assert pool.cancel("other") and series.cancelled and not pool.cancel("other")
     assert [(e.series, e.kind, e.reason) for e in events if e.series is not None] == [
         ("job", "stopped", "replaced"), ("other", "stopped", "cancelled")]
+
+
+def test_fire_times_skipped_while_paused_count_in_the_pool_stats(setup, clock):
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("tick", Every(10), 0, Runs(wall))
+    handle.pause()
+    clock.wait_for_sleeper(10.0)
+    clock.advance(35.0)  # 10, 20 and 30 come due while paused
+    clock.wait_for_sleeper(36.0)  # the wake-up at 35 found it paused: it looks again at 36
+    handle.resume()
+    assert [(e.kind, e.reason, e.count) for e in events if e.series == "tick"] == [
+        ("skipped", "paused", 3)]
+    clock.advance(1.0)
+    clock.wait_for_sleeper(40.0)  # the wake-up after the resume hands the count to the pool
+    assert pool.stats()["skipped"] == 3
