@@ -111,7 +111,8 @@ class AsyncScheduler:
         self._timer: asyncio.TimerHandle | None = None
         self._drain_waiters: list[asyncio.Future[None]] = []
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
-        self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), self._on_loop_shutdown)
+        self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), self._on_loop_shutdown,
+                                    self._replace_one_shot)
 
     # -- public API -------------------------------------------------------
 
@@ -148,6 +149,8 @@ class AsyncScheduler:
             book.check_open("schedule")
         call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
+        if self._series.holds(task_id):  # a task id is one thing: this replaces its series
+            self._series.end(task_id, REPLACED)
         fut: AsyncTaskFuture[Any] = _new_future(AsyncTaskFuture)  # its fields, set here:
         fut._loop = loop
         fut._state = PENDING
@@ -201,8 +204,22 @@ class AsyncScheduler:
         self._end_unstarted(ended)
         if started is not None:
             self._stop(started, CANCELLED)
+        series = self._series.end(task_id, CANCELLED)
         self._settle()
-        return found
+        return found or series
+
+    def _replace_one_shot(self, task_id: Hashable) -> None:
+        """A series of ``task_id`` replaces its one-shot version that has not started."""
+        book = self._book
+        ended: list[AsyncTaskFuture[Any]] = []
+        fut = book.pending.get(task_id)
+        if fut is not None:
+            book.drop_pending(task_id, fut, REPLACED, ended)
+        run = book.running.get(task_id)
+        if run is not None:
+            book.end_claimed(run, REPLACED, ended)  # unless it started
+        self._end_unstarted(ended)
+        self._settle()
 
     def state_of(self, task_id: Hashable) -> str | None:
         """The core's state of ``task_id``'s newest version: "pending", "running" or None."""

@@ -280,7 +280,10 @@ class Book(Generic[F]):
                     self.deadlines.finished()
                 if failure is None:
                     self.core.complete(task)
-                    counts.completed += 1
+                    if fut._series is not None and not fut._series.fired:
+                        counts.idle_wakeups += 1  # woke its series, ran no function
+                    else:
+                        counts.completed += 1
                 else:
                     self.core.fail(task, failure)
                     counts.failed += 1
@@ -347,6 +350,8 @@ class Book(Generic[F]):
         self.wakeups.pending_removed(fut._run_at)
         if reason == EVICTED:
             self.counts.evicted += 1
+        elif reason == REPLACED:  # by a version the core does not know as its replacement
+            self.counts.replaced += 1
         else:
             self.counts.cancelled += 1
         self._end_pending(fut, reason, ended)
