@@ -126,9 +126,9 @@ def test_an_expired_lease_is_claimable_again_and_the_old_owner_cannot_finish(sto
 
 def test_heartbeat_keeps_a_lease_live(store: Store) -> None:
     store.schedule([new("a"), new("b")])
-    store.claim(1e9, 1, "w", EXPIRED)
+    (mine,) = store.claim(1e9, 1, "w", EXPIRED)
     store.claim(1e9, 1, "other", EXPIRED)
-    assert store.heartbeat("w", LIVE) == 1
+    assert store.heartbeat("w", LIVE) == [mine.token]
     assert store.requeue_expired() == ["b"]
     assert store.get("a")["state"] == "running"
 
@@ -249,8 +249,8 @@ def test_heartbeat_with_tokens_renews_only_those_claims(store: Store) -> None:
     """A lease the caller no longer knows of (its claim's answer was lost) must expire."""
     store.schedule([new("known"), new("orphan")])
     known, orphan = store.claim(1e9, 2, "w", EXPIRED)
-    assert store.heartbeat("w", LIVE, [known.token, "w:9:9:nothing"]) == 1
-    assert store.heartbeat("other", LIVE, [orphan.token]) == 0  # not its lease
+    assert store.heartbeat("w", LIVE, [known.token, "w:9:9:nothing"]) == [known.token]
+    assert store.heartbeat("other", LIVE, [orphan.token]) == []  # not its lease
     assert store.requeue_expired() == ["orphan"]
     assert store.get("known")["state"] == "running"
 

@@ -186,7 +186,7 @@ class PostgresStore(Store):
         return [Row(*r) for r in found.fetchall()]
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
-              serves: Serves | None = None) -> list[Claim]:
+              serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         t = self.table
         found = self._conns.get().execute(
             f"WITH due AS (SELECT task_id, version FROM {t}"
@@ -205,7 +205,7 @@ class PostgresStore(Store):
             " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
             " t.ref, t.args, t.attempts, t.lease_token, t.fmt, t.seq",
             {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease,
-             "batch": batch_prefix(owner),
+             "batch": batch or batch_prefix(owner),
              "names": None if serves is None else list(serves.names),
              "prefixes": None if serves is None else list(serves.prefixes),
              "queues": None if serves is None or serves.queues is None
@@ -277,15 +277,22 @@ class PostgresStore(Store):
             " AND run_at < %s", (before,)).fetchone()
         return int(count), oldest
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
-        where, args = "lease_owner = %s", (owner,)
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
+        args: list[Any] = [owner]
+        where = "lease_owner = %s"
         if tokens is not None:
-            where, args = "lease_owner = %s AND lease_token = ANY(%s)", (owner, list(tokens))
+            where, args = "lease_owner = %s AND lease_token = ANY(%s)", [owner, list(tokens)]
         db = self._conns.get()
         with db.transaction():
             self._lock_in_order(db, where, args)
-            return db.execute(f"UPDATE {self.table} SET lease_expires = {NOW} + %s"
-                              f" WHERE {where}", (lease, *args)).rowcount
+            return [r[0] for r in db.execute(
+                f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE {where}"
+                " RETURNING lease_token", (lease, *args)).fetchall()]
+
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        return self._release("lease_owner = %s AND starts_with(lease_token, %s)",
+                             (owner, batch + ":"), give_back=True)
 
     def _lock_in_order(self, db: Any, where: str, args: Sequence[Any]) -> None:
         # Every statement that writes several rows (finish, heartbeat, the releases)
@@ -325,14 +332,18 @@ class PostgresStore(Store):
         return self._release(f"lease_owner = %s AND lease_expires < {NOW} + %s",
                              (owner, expiring_within))
 
-    def _release(self, where: str, args: tuple[Any, ...]) -> list[str]:
+    def _release(self, where: str, args: tuple[Any, ...], give_back: bool = False
+                 ) -> list[str]:
+        # give_back: the claims never started, so a running row's attempt is given back.
         db = self._conns.get()
         with db.transaction():
             self._lock_in_order(db, where, args)
             ids = [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
-                " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
-                f" WHERE {where} RETURNING task_id", args).fetchall()]
+                " ELSE state END, attempts = attempts - CASE WHEN %s AND state = 'running'"
+                " THEN 1 ELSE 0 END, lease_owner = NULL, lease_token = NULL,"
+                f" lease_expires = NULL WHERE {where} RETURNING task_id",
+                (give_back, *args)).fetchall()]
             if ids:
                 self._notify(db, ids)
         return ids

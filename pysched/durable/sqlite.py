@@ -160,7 +160,7 @@ class SQLiteStore(Store):
         return [Row(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in found]
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
-              serves: Serves | None = None) -> list[Claim]:
+              serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         t = self.table
         now = self._clock()
         with self._write() as db:
@@ -180,7 +180,7 @@ class SQLiteStore(Store):
                 "  ORDER BY run_at, priority DESC, seq LIMIT :limit) AND state = 'pending'"
                 " RETURNING task_id, version, run_at, priority, ref, args, attempts,"
                 " lease_token, fmt, seq",
-                {"owner": owner, "batch": batch_prefix(owner), "now": now, "lease": lease,
+                {"owner": owner, "batch": batch or batch_prefix(owner), "now": now, "lease": lease,
                  "threshold": threshold, "limit": limit, **_serves_params(serves)}).fetchall()
         return [Claim(*r[:9]) for r in claim_order(found)]
 
@@ -238,16 +238,27 @@ class SQLiteStore(Store):
             " AND run_at < ?", (before,)).fetchone()
         return int(count), oldest
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
         expires = self._clock() + lease
+        update = f"UPDATE {self.table} SET lease_expires = ? WHERE lease_owner = ?"
         with self._write() as db:
             if tokens is None:
-                return db.execute(f"UPDATE {self.table} SET lease_expires = ?"
-                                  " WHERE lease_owner = ?", (expires, owner)).rowcount
-            # executemany's rowcount is the sum over the statements.
-            return db.executemany(f"UPDATE {self.table} SET lease_expires = ? WHERE"
-                                  " lease_token = ? AND lease_owner = ?",
-                                  [(expires, token, owner) for token in tokens]).rowcount
+                return [r[0] for r in db.execute(f"{update} RETURNING lease_token",
+                                                 (expires, owner)).fetchall()]
+            renewed = []
+            wanted = list(dict.fromkeys(tokens))
+            for i in range(0, len(wanted), 500):  # SQLite caps bound parameters per statement
+                chunk = wanted[i:i + 500]
+                renewed += [r[0] for r in db.execute(
+                    f"{update} AND lease_token IN ({','.join('?' * len(chunk))})"
+                    " RETURNING lease_token", (expires, owner, *chunk)).fetchall()]
+            return renewed
+
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        prefix = batch + ":"
+        return self._release("lease_owner = ? AND substr(lease_token, 1, ?) = ?", owner,
+                             len(prefix), prefix, give_back=True)
 
     def requeue_expired(self) -> list[str]:
         return self._release("lease_expires < ?", self._clock())
@@ -273,11 +284,13 @@ class SQLiteStore(Store):
         return self._release("lease_owner = ? AND lease_expires < ?", owner,
                              self._clock() + expiring_within)
 
-    def _release(self, where: str, *args: Any) -> list[str]:
+    def _release(self, where: str, *args: Any, give_back: bool = False) -> list[str]:
+        # give_back: the claims never started, so a running row's attempt is given back.
         with self._write() as db:
             ids = [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
-                " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+                f" ELSE state END, attempts = attempts - {int(give_back)} * (state = 'running'),"
+                " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
                 f" WHERE {where} RETURNING task_id", args).fetchall()]
             if ids:
                 self._bump_changes(db)

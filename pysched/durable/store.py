@@ -269,14 +269,22 @@ class Store(ABC):
 
     @abstractmethod
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
-              serves: Serves | None = None) -> list[Claim]:
+              serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         """Claim up to ``limit`` pending, lease-free rows with ``run_at <= threshold``.
 
         In order of run_at, then higher priority, then scheduling order; each
         is a conditional update on (task_id, version, state = pending) that
         sets a lease of ``lease`` seconds for ``owner``. With ``serves``, only
-        rows it matches.
+        rows it matches. ``batch`` (from ``batch_prefix(owner)``; a new one if
+        None) starts every lease token of this claim, so a caller whose claim
+        raised after the database leased rows can ``release_batch`` them.
         """
+
+    @abstractmethod
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        """Hand back unrun every claim of the claim batch ``batch`` that ``owner`` still holds:
+        its lease released, a running row pending again with its attempt given back.
+        For a claim whose answer was lost: none of it started. Returns the task ids."""
 
     @abstractmethod
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
@@ -306,13 +314,15 @@ class Store(ABC):
         worker has claimed although it is due."""
 
     @abstractmethod
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
-        """Extend leases of ``owner`` to ``lease`` seconds from now; return how many.
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
+        """Extend leases of ``owner`` to ``lease`` seconds from now; return their tokens.
 
         With ``tokens``, only the leases of those claims (the runs in flight in the
         caller), so a lease the caller no longer knows of (a claim whose answer was
-        lost) expires instead of being renewed forever. None renews every lease
-        of ``owner``.
+        lost) expires instead of being renewed forever; a token asked for and not
+        returned is a lease lost (expired and released, or taken over). None
+        renews every lease of ``owner``.
         """
 
     @abstractmethod
