@@ -21,6 +21,7 @@ from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is 
 
 from pysched import durable
 from pysched.durable import Claim, DurableScheduler, MemoryStore, NewTask, Outcome, current_task
+from pysched.durable.store import batch_prefix
 
 ARGS = '{"args":[],"kwargs":{}}'
 LEASE = 1000.0  # fake seconds; the heartbeat thread's real-time beat never comes in a test
@@ -214,4 +215,56 @@ def test_a_late_finish_never_overwrites_the_run_that_took_over(
         assert (released["state"], released["lease_owner"]) == ("pending", None)
         assert store.heartbeat("late", 3600.0, [c.token for c in late]) == []  # all lost
     finally:
+        store.close()
+
+
+def test_release_batch_hands_back_only_that_batch_unrun(store_spec: dict[str, Any]) -> None:  # noqa: F811
+    store = open_spec(store_spec)
+    try:
+        store.schedule([NewTask(i, 100.0, 0, "note", ARGS) for i in ("a", "b", "c", "d")])
+        batch = batch_prefix("w")
+        lost = store.claim(1e9, 2, "w", 3600.0, None, batch)
+        kept = store.claim(1e9, 1, "w", 3600.0)  # another batch of the same owner
+        theirs = store.claim(1e9, 1, "x", 3600.0)
+        assert all(c.token.startswith(batch + ":") for c in lost)
+        assert store.release_batch("x", batch) == []  # only the owner's leases
+        assert sorted(store.release_batch("w", batch)) == ["a", "b"]
+        for task_id in ("a", "b"):
+            row = store.get(task_id)
+            assert (row["state"], row["attempts"], row["lease_owner"]) == ("pending", 0, None)
+        assert store.get(kept[0].task_id)["lease_owner"] == "w"
+        assert store.get(theirs[0].task_id)["lease_owner"] == "x"
+        again = store.claim(1e9, 10, "y", 3600.0)  # claimable at once, as first attempts
+        assert [(c.task_id, c.attempts) for c in again] == [("a", 1), ("b", 1)]
+        assert store.release_batch("w", batch) == []
+    finally:
+        store.close()
+
+
+def test_a_claim_that_fails_after_leasing_releases_its_rows_at_once(
+        store_spec: dict[str, Any]) -> None:  # noqa: F811
+    """The database leased the rows, then the claim raised (its answer lost or unreadable):
+    the claimer releases that batch instead of leaving it to a lease that never ends here."""
+    h.reset()
+    store = open_spec(store_spec)
+    real_claim = store.claim
+    failures = []
+
+    def claim_then_fail(*args: Any) -> list[Claim]:
+        claims = real_claim(*args)
+        if not failures:
+            failures.append([c.task_id for c in claims])
+            raise ConnectionError("the answer was lost after the commit")
+        return claims
+
+    store.claim = claim_then_fail  # type: ignore[method-assign]
+    sched = DurableScheduler(store, lease=3600.0, poll_interval=0.02, max_workers=2)
+    try:
+        sched.schedule_many([(f"t{i}", sched.clock(), 0, h.note, [i]) for i in range(3)])
+        h.wait_for(lambda: store.counts() == {"completed": 3}, what="every task run")
+        assert failures and failures[0]  # the failed claim had leased rows
+        assert sorted(c[0] for c in h.CALLS) == ["t0", "t1", "t2"]
+        assert all(store.get(f"t{i}")["attempts"] == 1 for i in range(3))  # given back
+    finally:
+        sched.close()
         store.close()
