@@ -284,21 +284,29 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
     runs = read_log(log)
     figures = check(plan, runs, store)
     store.close()
-    # A second start of a version is legal only as a takeover: the first run was the
-    # killed node's, the version was among the leases it held, the second run is a
-    # later claim, and it started after that frozen lease had expired (the store's
-    # clock and the log's are this machine's).
+    # A second start of a version is legal only under a newer claim: a higher attempt
+    # than every earlier start's (the store claims a row again only once the lease
+    # before has expired or been released). A start under an older claim than one
+    # already started is a worker starting a claim whose lease had lapsed, while the
+    # newer claim's lease was live. A re-run of the killed node's versions must also
+    # wait for its frozen lease (the store's clock and the log's are this machine's).
+    # Re-runs by survivors (a lease lost while a node was starved) are at-least-once:
+    # counted, not refused.
     by_task: dict[tuple[str, int], list[tuple[float, str, int]]] = {}
     for kind, task_id, tag, attempt, owner, at in runs:
         if kind == "S":
             by_task.setdefault((task_id, tag), []).append((at, owner, attempt))
-    live_duplicates = 0
+    live_duplicates = survivor_reruns = 0
     for (task_id, _), starts in by_task.items():
         starts.sort()
-        for (_, owner1, attempt1), (at2, _, attempt2) in zip(starts, starts[1:], strict=False):
-            if (owner1 != owners[0] or task_id not in frozen or at2 < frozen[task_id]
-                    or attempt2 <= attempt1):
+        for k, (at2, _, attempt2) in enumerate(starts[1:], 1):
+            newest = max(starts[:k], key=lambda s: s[2])
+            _, owner1, attempt1 = newest
+            if attempt2 <= attempt1 or owner1 == owners[0] and task_id in frozen \
+                    and at2 < frozen[task_id]:
                 live_duplicates += 1
+            elif owner1 != owners[0]:
+                survivor_reruns += 1
     # Takeovers: each version the killed node held is run by a survivor on a later
     # claim, after the lease expired (whether or not the dead node had started it).
     taken = {r[1] for r in runs if r[0] == "S" and r[1] in frozen and r[4] != owners[0]
@@ -307,6 +315,7 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
     last = max(r[5] for r in runs if r[0] == "E")
     rate = round(len(plan.final) / (last - first))
     return {**figures, "procs": procs, "tasks": n, "live_duplicates": live_duplicates,
+            "survivor_reruns": survivor_reruns,
             "held_at_kill": len(frozen), "taken_over": len(taken), "killed": owners[0],
             "runs_by_owner": {o: sum(1 for r in runs if r[0] == "E" and r[4] == o) for o in owners},
             "seconds": round(elapsed, 2), "tasks_per_s_run_window": rate}
