@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from heapq import heappop, heappush
 from typing import Any
 
+from .records import DEFAULT_QUEUE, Claim, NewTask, Outcome, Row, Serves
 from .series_table import MemorySeriesTable
 from .store import (
     CANCELLED,
-    DEFAULT_QUEUE,
     ERROR,
     FAILED,
     FINAL_STATES,
@@ -32,14 +32,10 @@ from .store import (
     PENDING,
     ROW_FORMAT,
     RUNNING,
-    Claim,
-    NewTask,
-    Outcome,
-    Row,
-    Serves,
     Store,
     batch_prefix,
     check_key,
+    check_tasks,
 )
 
 __all__ = ["MemoryStore"]
@@ -62,9 +58,7 @@ class MemoryStore(Store):
         self._series = MemorySeriesTable(clock)
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        for task in tasks:
-            check_key(task.task_id, "task_id")
-            check_key(task.ref, "ref")
+        check_tasks(tasks)
         versions = []
         with self._lock:
             for t in tasks:

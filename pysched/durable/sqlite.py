@@ -21,26 +21,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._sql import ThreadConnections, check_table, index_statements
+from ._sql import ThreadConnections, check_table, count_states, index_statements, read_row, rows_of
+from .records import Claim, NewTask, Outcome, Row, Serves
 from .series_table import SQLSeriesTable
-from .store import (
-    KNOWN_STATES,
-    ROW_FORMAT,
-    Claim,
-    NewTask,
-    Outcome,
-    Row,
-    Serves,
-    Store,
-    batch_prefix,
-    check_key,
-    claim_order,
-)
+from .store import KNOWN_STATES, ROW_FORMAT, Store, batch_prefix, check_key, check_tasks, claimed
 
 __all__ = ["SQLiteStore"]
 
-_COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
-            "lease_owner, lease_token, lease_expires, queue, updated_at")
 # Columns added after the first release: (name, type and default), added to old tables.
 ADDED_COLUMNS = [("queue", "TEXT NOT NULL DEFAULT 'default'"), ("updated_at", "REAL")]
 
@@ -104,9 +91,7 @@ class SQLiteStore(Store):
         db.execute(f"UPDATE {self.table}_meta SET value = value + 1 WHERE key = 'changes'")
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        for task in tasks:
-            check_key(task.task_id, "task_id")
-            check_key(task.ref, "ref")
+        check_tasks(tasks)
         t = self.table
         versions = []
         with self._write() as db:
@@ -157,7 +142,7 @@ class SQLiteStore(Store):
                 chunk = ids[i:i + 500]
                 found += db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id IN"
                                     f" ({','.join('?' * len(chunk))})", (now, *chunk)).fetchall()
-        return [Row(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in found]
+        return rows_of(found)
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
@@ -182,7 +167,7 @@ class SQLiteStore(Store):
                 " lease_token, fmt, seq",
                 {"owner": owner, "batch": batch or batch_prefix(owner), "now": now, "lease": lease,
                  "threshold": threshold, "limit": limit, **_serves_params(serves)}).fetchall()
-        return [Claim(*r[:9]) for r in claim_order(found)]
+        return claimed(found)
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         t = self.table
@@ -308,14 +293,10 @@ class SQLiteStore(Store):
                               (message, self._clock(), task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
-        check_key(task_id, "task_id")
-        row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = ?",
-                                        (task_id,)).fetchone()
-        return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))
+        return read_row(self._conns.get(), self.table, check_key(task_id, "task_id"), "?")
 
     def counts(self) -> dict[str, int]:
-        return dict(self._conns.get().execute(
-            f"SELECT state, count(*) FROM {self.table} GROUP BY state").fetchall())
+        return count_states(self._conns.get(), self.table)
 
     def wall_high_water(self, wall: float | None = None) -> float | None:
         with self._write() as db:
