@@ -268,3 +268,17 @@ def test_a_claim_that_fails_after_leasing_releases_its_rows_at_once(
     finally:
         sched.close()
         store.close()
+
+
+@pytest.mark.parametrize(("lease", "beat", "trusted"), [
+    (30.0, 10.0, 20.0),  # the default heartbeat: both bounds agree
+    (2.0, 0.5, 1.0),  # two heartbeats: a same-owner restart would release it after that
+    (10.0, 9.0, 9.5),  # a heartbeat near the lease: halfway from the next renewal to expiry
+])
+def test_how_long_a_lease_is_trusted_after_its_statement_was_sent(
+        lease: float, beat: float, trusted: float) -> None:
+    sched = DurableScheduler(MemoryStore(), max_workers=0, lease=lease, heartbeat=beat)
+    try:
+        assert sched._s.live_until(100.0) == 100.0 + trusted
+    finally:
+        sched.close()

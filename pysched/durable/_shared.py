@@ -47,10 +47,12 @@ class Shared:
         self.registry = registry
         self.lease = lease
         self.beat = beat
-        # A lease is trusted here up to halfway between the next renewal's due time
-        # and its expiry: the margin absorbs a late renewal, clocks that drift apart,
-        # and the moment between the start check and the call.
-        self.trusted = lease - (lease - beat) / 2
+        # How long after its claim or renewal was sent a lease is trusted here: up to
+        # halfway between the next renewal's due time and its expiry (the margin absorbs
+        # a late renewal, clocks that drift apart, and the moment between the start
+        # check and the call), and no longer than two heartbeats, after which a restart
+        # under the same owner takes this process for dead and releases the lease.
+        self.trusted = min(lease - (lease - beat) / 2, 2 * beat)
         self.poll = poll
         self.resync_every = resync_every
         self.max_skew = max_skew

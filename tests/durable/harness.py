@@ -242,17 +242,20 @@ def check(plan: Plan, runs: list[tuple[str, str, int, int, str, float]],
 
 def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: float,
               heartbeat: float, kill_at: float | None, seed: int, spread: float,
-              workers: int = 4, prefetch: int = 16) -> dict[str, Any]:
+              workers: int = 4, prefetch: int = 16, task_pause: float = 0.002,
+              stops: int = 0) -> dict[str, Any]:
     """``procs`` workers share ``n`` tasks; the first is SIGKILLed once ``kill_at`` of
-    them have ended (no kill for None). Returns figures, including duplicate runs
-    under a live lease and the tasks per second between the first start and the
-    last end (meaningful without a kill: a takeover waits for a lease)."""
+    them have ended (no kill for None); the last is stopped (SIGSTOP) ``stops`` times
+    for two and a half leases each, then continued, as a paused or starved host would
+    be: it holds claims whose leases lapse meanwhile. Returns figures, including
+    duplicate runs under a live lease and the tasks per second between the first
+    start and the last end (meaningful without a kill: a takeover waits for a lease)."""
     store = durable.open_store(target, table=table)
     owners = [f"node-{k}" for k in range(procs)]
     # Every worker is up, on an empty table, before the first task is scheduled.
     running = [wait_ready(start_worker(target, table, o, log, lease=lease, workers=workers,
                                        prefetch=prefetch, exit_when_done=True, wait=False,
-                                       heartbeat=heartbeat))
+                                       heartbeat=heartbeat, pause=task_pause))
                for o in owners]
     # The leases the killed node held, frozen at its death: task id -> lease expiry.
     frozen: dict[str, float] = {}
@@ -270,14 +273,27 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
             assert row is not None
             frozen[task_id] = row["lease_expires"]
 
+    def stop_last() -> None:
+        wait_for_ends(log, n / 10)
+        for _ in range(stops):
+            running[-1].send_signal(signal.SIGSTOP)
+            time.sleep(2.5 * lease)
+            running[-1].send_signal(signal.SIGCONT)
+            time.sleep(lease / 2)
+
     killer = threading.Thread(target=kill_first) if kill_at is not None else None
     if killer is not None:  # watches from the start: the driver's writes below take a while
         killer.start()
+    stopper = threading.Thread(target=stop_last) if stops else None
+    if stopper is not None:
+        stopper.start()
     started = time.monotonic()
     plan = populate(store, n, spread, 1, seed)
     apply_round(store, plan, 0, spread)  # every parked task moves or is cancelled up front
     if killer is not None:
         killer.join()
+    if stopper is not None:
+        stopper.join()
     for proc in running[1:] if killer is not None else running:
         assert reap(proc) == 0
     elapsed = time.monotonic() - started
