@@ -70,7 +70,8 @@ class Heartbeat:
             s.counts["leases_lost"] += len(lost)
         self.renewed += len(renewed)
         if lost:
-            log.warning("%d lease(s) lost before their runs ended (this process was paused or"
-                        " starved for longer than the lease?): %s; another worker may run them"
-                        " again, and what they do here is not recorded", len(lost),
+            log.warning("%d lease(s) of claims in flight here were lost (this process was"
+                        " paused or starved for longer than the lease?): %s; those not started"
+                        " never start here, another worker may run them again, and what runs"
+                        " here is not recorded", len(lost),
                         ", ".join(repr(run.task_id) for run in lost[:10]))
