@@ -326,3 +326,31 @@ def test_a_claim_takes_exactly_the_rows_a_worker_serves(store: Store, data: Any)
     matches = serves.matcher()
     assert {i for i, (ref, q) in zip(ids, rows, strict=True) if matches(ref, q)} == expected
     assert {c.task_id for c in store.claim(1e9, 100, "w", LIVE, serves)} == expected
+
+
+def test_a_row_of_invalid_utf8_is_claimed_and_refused_not_a_stall_of_every_claim(
+        tmp_path: Any) -> None:
+    """SQLite keeps whatever bytes a writer puts in a TEXT column: one row whose args,
+    ref or queue are not UTF-8 made every claim and every re-read raise."""
+    from pysched.durable import SQLiteStore
+    from pysched.durable.errors import BadRow
+    from pysched.durable.store import check_claim
+
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        store.schedule([new("good", 5.0)])
+        store._conns.get().execute(  # type: ignore[attr-defined]
+            "INSERT INTO pysched_tasks (task_id, version, state, run_at, priority, ref, args,"
+            " seq, queue) VALUES ('bad', 1, 'pending', 1.0, 0, 'note', CAST(x'ff7b' AS TEXT),"
+            " 0, CAST(x'64ff' AS TEXT))")
+        assert sorted((r.task_id, r.queue) for r in store.rows()) == [
+            ("bad", "d\ufffd"), ("good", "default")]
+        bad, good = store.claim(1e9, 10, "w", LIVE)
+        assert (bad.task_id, good.task_id) == ("bad", "good")
+        with pytest.raises(BadRow, match="JSON"):
+            check_claim(bad)
+        assert check_claim(good) == ([], {})
+        assert store.finish([done(bad, "error", "not JSON"), done(good)]) == [True, True]
+        assert store.counts() == {"completed": 1, "error": 1}
+    finally:
+        store.close()

@@ -129,8 +129,10 @@ class SQLiteStore(Store):
 
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         db = self._conns.get()
-        cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
-                " lease_expires IS NOT NULL AND lease_expires >= ?, ref, queue")
+        # Text a row's writer chose is read as bytes and decoded here (see _text).
+        cols = ("task_id, version, CAST(state AS BLOB), run_at, priority, state = 'pending' AND"
+                " lease_expires IS NOT NULL AND lease_expires >= ?, CAST(ref AS BLOB),"
+                " CAST(queue AS BLOB)")
         now = self._clock()
         if task_ids is None:
             found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'",
@@ -142,7 +144,8 @@ class SQLiteStore(Store):
                 chunk = ids[i:i + 500]
                 found += db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id IN"
                                     f" ({','.join('?' * len(chunk))})", (now, *chunk)).fetchall()
-        return rows_of(found)
+        return rows_of([(r[0], r[1], _text(r[2]), r[3], r[4], r[5], _text(r[6]), _text(r[7]))
+                        for r in found])
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
@@ -163,11 +166,11 @@ class SQLiteStore(Store):
                 "    WHERE substr(ref, 1, length(value)) = value))"
                 "  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))"
                 "  ORDER BY run_at, priority DESC, seq LIMIT :limit) AND state = 'pending'"
-                " RETURNING task_id, version, run_at, priority, ref, args, attempts,"
-                " lease_token, fmt, seq",
+                " RETURNING task_id, version, run_at, priority, CAST(ref AS BLOB),"
+                " CAST(args AS BLOB), attempts, lease_token, fmt, seq",
                 {"owner": owner, "batch": batch or batch_prefix(owner), "now": now, "lease": lease,
                  "threshold": threshold, "limit": limit, **_serves_params(serves)}).fetchall()
-        return claimed(found)
+        return claimed([(*r[:4], _text(r[4]), _text(r[5]), *r[6:]) for r in found])
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         t = self.table
@@ -315,6 +318,17 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self._conns.close_all()
+
+
+def _text(value: Any) -> Any:
+    """A text column read as a BLOB, decoded with invalid UTF-8 replaced.
+
+    SQLite keeps whatever bytes a writer put in a TEXT column; read as text, one
+    row of invalid UTF-8 makes the whole statement raise, so a single corrupt or
+    hostile ``args`` would stall every claim (it rolls back) and every re-read.
+    Decoded here, such a row is claimed like any other and refused as a bad row.
+    """
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _serves_params(serves: Serves | None) -> dict[str, str | None]:
