@@ -107,6 +107,19 @@ def test_crash_recovery_10000_tasks_20_kills(target: tuple[str, str], tmp_path: 
 
 
 @pytest.mark.slow
+def test_a_stopped_node_never_starts_a_claim_whose_lease_lapsed(tmp_path: Path) -> None:
+    """One of three nodes is stopped three times for longer than its lease, holding
+    claims: after each SIGCONT it must hand them back, not start them, since the others
+    may have claimed and started them meanwhile (a start under an older claim than one
+    already started counts as a live duplicate). Runs it had going when stopped may run
+    again elsewhere: at-least-once. The deterministic cover of the same rule is in
+    test_durable_lease_start.py."""
+    figures = share(tmp_path, n=1500, lease=1.0, heartbeat=0.25, kill_at=None, seed=22,
+                    workers=2, task_pause=0.02, stops=3)
+    assert all(figures["runs_by_owner"].values()), figures
+
+
+@pytest.mark.slow
 def test_three_processes_share_10000_tasks(tmp_path: Path) -> None:
     figures = share(tmp_path, n=10_000, lease=2.0, heartbeat=0.5, kill_at=0.4, seed=21)
     assert figures["held_at_kill"] > 0 and figures["taken_over"] == figures["held_at_kill"], figures

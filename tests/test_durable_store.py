@@ -126,9 +126,9 @@ def test_an_expired_lease_is_claimable_again_and_the_old_owner_cannot_finish(sto
 
 def test_heartbeat_keeps_a_lease_live(store: Store) -> None:
     store.schedule([new("a"), new("b")])
-    store.claim(1e9, 1, "w", EXPIRED)
+    (mine,) = store.claim(1e9, 1, "w", EXPIRED)
     store.claim(1e9, 1, "other", EXPIRED)
-    assert store.heartbeat("w", LIVE) == 1
+    assert store.heartbeat("w", LIVE) == [mine.token]
     assert store.requeue_expired() == ["b"]
     assert store.get("a")["state"] == "running"
 
@@ -249,8 +249,8 @@ def test_heartbeat_with_tokens_renews_only_those_claims(store: Store) -> None:
     """A lease the caller no longer knows of (its claim's answer was lost) must expire."""
     store.schedule([new("known"), new("orphan")])
     known, orphan = store.claim(1e9, 2, "w", EXPIRED)
-    assert store.heartbeat("w", LIVE, [known.token, "w:9:9:nothing"]) == 1
-    assert store.heartbeat("other", LIVE, [orphan.token]) == 0  # not its lease
+    assert store.heartbeat("w", LIVE, [known.token, "w:9:9:nothing"]) == [known.token]
+    assert store.heartbeat("other", LIVE, [orphan.token]) == []  # not its lease
     assert store.requeue_expired() == ["orphan"]
     assert store.get("known")["state"] == "running"
 
@@ -326,3 +326,31 @@ def test_a_claim_takes_exactly_the_rows_a_worker_serves(store: Store, data: Any)
     matches = serves.matcher()
     assert {i for i, (ref, q) in zip(ids, rows, strict=True) if matches(ref, q)} == expected
     assert {c.task_id for c in store.claim(1e9, 100, "w", LIVE, serves)} == expected
+
+
+def test_a_row_of_invalid_utf8_is_claimed_and_refused_not_a_stall_of_every_claim(
+        tmp_path: Any) -> None:
+    """SQLite keeps whatever bytes a writer puts in a TEXT column: one row whose args,
+    ref or queue are not UTF-8 made every claim and every re-read raise."""
+    from pysched.durable import SQLiteStore
+    from pysched.durable.errors import BadRow
+    from pysched.durable.store import check_claim
+
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        store.schedule([new("good", 5.0)])
+        store._conns.get().execute(  # type: ignore[attr-defined]
+            "INSERT INTO pysched_tasks (task_id, version, state, run_at, priority, ref, args,"
+            " seq, queue) VALUES ('bad', 1, 'pending', 1.0, 0, 'note', CAST(x'ff7b' AS TEXT),"
+            " 0, CAST(x'64ff' AS TEXT))")
+        assert sorted((r.task_id, r.queue) for r in store.rows()) == [
+            ("bad", "d\ufffd"), ("good", "default")]
+        bad, good = store.claim(1e9, 10, "w", LIVE)
+        assert (bad.task_id, good.task_id) == ("bad", "good")
+        with pytest.raises(BadRow, match="JSON"):
+            check_claim(bad)
+        assert check_claim(good) == ([], {})
+        assert store.finish([done(bad, "error", "not JSON"), done(good)]) == [True, True]
+        assert store.counts() == {"completed": 1, "error": 1}
+    finally:
+        store.close()

@@ -279,6 +279,9 @@ def test_grace_running_out_abandons_the_run_and_a_restart_runs_it_again(place: d
     worker.send(signal.SIGTERM)
     assert worker.wait() == 3, worker.stderr()
     assert "exiting with 1 tasks still running" in worker.stderr()
+    # Not "at once": a restart under the same owner waits for two heartbeats (2 s here).
+    assert ("a worker started with --owner node-1 releases them sooner, once 2 s (two"
+            " heartbeats) have passed since this exit") in " ".join(worker.stderr().split())
     row = rows(place, ["s"])["s"]
     assert (row["state"], row["lease_owner"]) == ("running", "node-1")  # left as in a crash
 

@@ -15,7 +15,7 @@ Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
   leased); exit 3 when the grace runs out first: the tasks still running
   are abandoned as in a crash, and their leases, renewed until the exit,
   expire after ``--lease`` seconds (sooner when a worker starts with the
-  same ``--owner``: at once, if two heartbeats have passed), so they run
+  same ``--owner``: once two heartbeats have passed since the exit), so they run
   again: at-least-once, never lost, never two runs of one version under
   live leases.
 
@@ -205,14 +205,21 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
         pool.close(wait=False, cancel_running=True)
     running = pool.stats()["running"]
     if running:
-        log.error("exiting with %d tasks still running: their runs are abandoned; their"
-                  " leases expire in %s s (at once when a worker starts with --owner %s) and"
-                  " they run again", running, _num(args.lease), sched.owner)
+        log.error("exiting with %d tasks still running: their runs are abandoned and they run"
+                  " again once %s", running, _leases_end(args.lease, sched.owner))
     else:
         log.error("exiting before the last outcomes were stored: those tasks run again once"
-                  " their leases expire (in %s s, or at once when a worker starts with --owner"
-                  " %s)", _num(args.lease), sched.owner)
+                  " %s", _leases_end(args.lease, sched.owner))
     return ExitCode.ABANDONED
+
+
+def _leases_end(lease: float, owner: str) -> str:
+    """When the leases renewed until this exit are free for another worker: a restart under
+    the same owner releases only those not renewed for two heartbeats (the scheduler's
+    default heartbeat, a third of the lease), as a live process's might be renewed since."""
+    return (f"their leases expire, in {_num(lease)} s; a worker started with --owner {owner}"
+            f" releases them sooner, once {_num(2 * lease / 3)} s (two heartbeats) have passed"
+            " since this exit")
 
 
 def _close_and_tell(sched: DurableScheduler, inbox: _Inbox) -> None:

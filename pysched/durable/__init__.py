@@ -10,9 +10,10 @@
 Work is stored as a reference (a registered name or an allowed
 ``module:function``) plus JSON arguments, never as a callable, so a lambda
 is refused with ``NotDurable``. Execution is at-least-once: a version whose
-process died while running it runs again once its lease expires (at once
-when the process restarts under the same ``owner``), so handlers must be
-idempotent; ``current_task().attempt`` says which try this is. See
+process died while running it runs again once its lease expires (sooner
+when the process restarts under the same ``owner``, once two heartbeats have
+passed), so handlers must be idempotent; ``current_task().attempt`` says
+which try this is. See
 docs/durable.md for the guarantees, the time model and the schema.
 """
 

@@ -7,8 +7,14 @@ lease), so a backlog of short tasks is claimed in larger batches, one commit
 each, while a claimed row still waits only a moment for a thread: long tasks
 keep the batch at max_workers + prefetch and leave the rest to other workers.
 A claim that fails is retried with backoff; the entries it popped go back on
-the local heap. The store, not the heap, decides what is claimed, so a stale
-entry costs one claim that finds nothing.
+the local heap, and the leases it may have taken before it failed (the
+database committed, then the answer was lost or could not be read) are
+released at once by its batch prefix instead of lapsing a lease later. The
+store, not the heap, decides what is claimed, so a stale entry costs one
+claim that finds nothing.
+
+Each claim's lease is trusted here until ``Shared.live_until`` of the moment
+the claim statement was sent: the runs check it before they start.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from ._local import RunningTask
 from ._mirror import Entry, Mirror
 from ._running import Runs
 from ._shared import OPEN, Backoff, Shared, log
+from .store import batch_prefix
 
 __all__ = ["AUTO_PREFETCH_MAX", "AUTO_WAIT", "Claimer"]
 
@@ -75,11 +82,16 @@ class Claimer:
         """Claim due rows up to the latest popped instant; re-check popped ones not won."""
         s = self._s
         threshold = max(e.wall for e in popped)
+        batch = batch_prefix(s.owner)
+        sent = s.clock()
         try:
-            claims = s.store.claim(threshold, room, s.owner, s.lease, s.serves())
+            claims = s.store.claim(threshold, room, s.owner, s.lease, s.serves(), batch)
         except Exception:
             delay = self._backoff.failed()
             log.exception("claim failed; retrying in %.2f s", delay)
+            # Rows it leased before failing would otherwise wait a whole lease.
+            s.guarded(lambda: s.store.release_batch(s.owner, batch),
+                      "releasing the leases of a failed claim")
             with s.lock:
                 s.counts["store_errors"] += 1
                 for e in popped:
@@ -91,7 +103,7 @@ class Claimer:
         with s.lock:
             s.counts["claim_rounds"] += 1
             for claim in claims:
-                running = RunningTask(s.scheduler, claim)
+                running = RunningTask(s.scheduler, claim, s.live_until(sent))
                 s.inflight[claim.token] = running
                 self._mirror.drop(claim.task_id, claim.version)
                 future = s.futures.get(claim.task_id, {}).get(claim.version)

@@ -4,6 +4,13 @@ Only the tokens of claims this process holds in ``inflight`` are renewed: a
 lease it does not know of (a claim whose answer was lost with the connection)
 expires and its row is claimed again. Its own thread, so that a slow re-read
 or a store call of another job never delays a renewal.
+
+Each renewal moves a run's local deadline (``live_until``) to the time the
+renewal was sent plus the trusted part of the lease; a token asked for and
+not renewed is a lease lost (this process was paused or starved past its
+lease and another took the row, or the row was released): that run is
+flagged, so if it has not started it never starts, and if it runs, it learns
+it from ``current_task().lease_lost``.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ import functools
 import time
 from collections.abc import Callable
 
-from ._shared import OPEN, Shared
+from ._local import RunningTask
+from ._shared import OPEN, Shared, log
 
 __all__ = ["Heartbeat"]
 
@@ -37,11 +45,33 @@ class Heartbeat:
                     if left <= 0:
                         break
                     s.heart.wait(left)
-                tokens = list(s.inflight)
+                runs = [run for run in s.inflight.values() if not run.lease_lost]
             next_beat = time.monotonic() + s.beat
-            if tokens:
-                s.guarded(functools.partial(self._renew, tokens), "heartbeat")
+            if runs:
+                s.guarded(functools.partial(self.renew, runs), "heartbeat")
             s.guarded(self._also, "series heartbeat")
 
-    def _renew(self, tokens: list[str]) -> None:
-        self.renewed += self._s.store.heartbeat(self._s.owner, self._s.lease, tokens)
+    def renew(self, runs: list[RunningTask]) -> None:
+        """Renew the leases of ``runs``; move their deadlines, flag the ones lost."""
+        s = self._s
+        sent = s.clock()
+        renewed = set(s.store.heartbeat(s.owner, s.lease, [run.token for run in runs]))
+        live_until = s.live_until(sent)
+        lost = []
+        with s.lock:
+            for run in runs:
+                if run.token in renewed:
+                    run.live_until = max(run.live_until, live_until)
+                # A run that left inflight meanwhile ended, and its outcome may have
+                # released the lease: only one still in flight has lost it.
+                elif run.token in s.inflight:
+                    run.lease_lost = True
+                    lost.append(run)
+            s.counts["leases_lost"] += len(lost)
+        self.renewed += len(renewed)
+        if lost:
+            log.warning("%d lease(s) of claims in flight here were lost (this process was"
+                        " paused or starved for longer than the lease?): %s; those not started"
+                        " never start here, another worker may run them again, and what runs"
+                        " here is not recorded", len(lost),
+                        ", ".join(repr(run.task_id) for run in lost[:10]))

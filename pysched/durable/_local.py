@@ -26,13 +26,16 @@ class RunningTask:
     ``attempt`` counts the claims of this version (1 on the first run; more
     after a crash or an expired lease: at-least-once). ``cancel_requested``
     turns true when ``cancel(task_id)`` reaches this process while it runs;
-    stopping is up to the running code.
+    stopping is up to the running code. ``lease_lost`` turns true when the
+    heartbeat finds that this run's lease is gone (this process was paused or
+    starved for longer than the lease): another worker may run the version
+    again, and this run's outcome will not be recorded.
     """
 
-    __slots__ = ("_scheduler", "attempt", "cancel_requested", "run_at", "superseded",
-                 "task_id", "token", "version")
+    __slots__ = ("_scheduler", "attempt", "cancel_requested", "lease_lost", "live_until",
+                 "run_at", "superseded", "task_id", "token", "version")
 
-    def __init__(self, scheduler: Any, claim: Claim) -> None:
+    def __init__(self, scheduler: Any, claim: Claim, live_until: float = float("inf")) -> None:
         self._scheduler = scheduler
         self.task_id = claim.task_id
         self.version = claim.version
@@ -43,6 +46,11 @@ class RunningTask:
         # A newer version reached this process after the claim: if it has not
         # started yet, it never starts.
         self.superseded = False
+        # The local clock's reading before which the lease is known to be live: the
+        # send time of the claim or of its latest renewal, plus the lease, less a
+        # margin. The run never starts at or after it.
+        self.live_until = live_until
+        self.lease_lost = False
 
     def __repr__(self) -> str:
         return f"<RunningTask {self.task_id!r} v{self.version} attempt {self.attempt}>"

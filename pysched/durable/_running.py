@@ -1,11 +1,13 @@
 """Running claimed versions on the worker pool, and queueing their outcomes.
 
 The start rule: a claimed version starts only if, when a worker picks it up,
-the scheduler is open and no cancel or newer version of its task id has
-reached this process since the claim; otherwise it is handed back unrun (the
-store then records nothing for it, since its row's version moved on, and
-releases the lease). A callable that raises fails its version, logged with
-its traceback; the worker survives. One raise is not a failure: TaskCancelled
+its lease is provably live (the local deadline of its claim or latest
+renewal is ahead, and no renewal found it lost), the scheduler is open and
+no cancel or newer version of its task id has reached this process since
+the claim; otherwise it is handed back unrun (the store records that only
+where the claim still holds its row, and releases the lease). A callable
+that raises fails its version, logged with its traceback; the worker
+survives. One raise is not a failure: TaskCancelled
 with reason "closed" while the pool's own token for the run says "closed" (the
 pool was closed with cancel_running, as the worker command does on a second
 signal) hands the version back unrun, for another worker to run.
@@ -96,7 +98,9 @@ class Runs:
         error: str | None = "interrupted by a BaseException"
         retry_at: float | None = None
         try:
-            if (self._s.state != OPEN or running.cancel_requested or running.superseded
+            if not self._lease_holds(running):
+                state = PENDING  # handed back: recorded only if no one else took the row
+            elif (self._s.state != OPEN or running.cancel_requested or running.superseded
                     or future is not None and not future.running()
                     and not future.set_running_or_notify_cancel()):  # running: a retry
                 state = PENDING
@@ -121,6 +125,21 @@ class Runs:
                 self._s.outcomes.append((outcome, future, value))
                 self._s.chores.notify()
                 self._s.wake.notify()
+
+    def _lease_holds(self, running: RunningTask) -> bool:
+        """Whether this run may start: its lease is provably live (the local deadline of
+        its claim or latest renewal is ahead) and no renewal found it lost. A claim that
+        waited for a worker longer than that (a starved heartbeat, a paused process)
+        may be another worker's by now: it is handed back, never started. A local
+        clock reading, no store call."""
+        if not running.lease_lost and self._s.clock() < running.live_until:
+            return True
+        log.warning("task %r version %r: not started, its lease could not be shown live"
+                    " (claimed or renewed too long ago); handed back", running.task_id,
+                    running.version)
+        with self._s.lock:
+            self._s.counts["lease_lapsed"] += 1
+        return False
 
     def _retry_at(self, claim: Claim, exc: BaseException) -> float | None:
         """When a failed run is due again under its task's policy (a wall instant), or None."""

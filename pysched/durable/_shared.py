@@ -27,8 +27,9 @@ log = logging.getLogger("pysched.durable")
 OPEN, CLOSING, CLOSED = "open", "closing", "closed"
 
 COUNTERS = ("claimed", "reruns", "completed", "failed", "errors", "retried", "not_recorded",
-            "handed_back", "not_started", "stopped_by_close", "claim_rounds", "resyncs",
-            "resyncs_skipped", "bad_rows", "store_errors", "repaired", "skew_refusals", "pruned")
+            "handed_back", "not_started", "lease_lapsed", "leases_lost", "stopped_by_close",
+            "claim_rounds", "resyncs", "resyncs_skipped", "bad_rows", "store_errors", "repaired",
+            "skew_refusals", "pruned")
 
 __all__ = ["CLOSED", "CLOSING", "COUNTERS", "OPEN", "Backoff", "Shared", "log"]
 
@@ -46,6 +47,12 @@ class Shared:
         self.registry = registry
         self.lease = lease
         self.beat = beat
+        # How long after its claim or renewal was sent a lease is trusted here: up to
+        # halfway between the next renewal's due time and its expiry (the margin absorbs
+        # a late renewal, clocks that drift apart, and the moment between the start
+        # check and the call), and no longer than two heartbeats, after which a restart
+        # under the same owner takes this process for dead and releases the lease.
+        self.trusted = min(lease - (lease - beat) / 2, 2 * beat)
         self.poll = poll
         self.resync_every = resync_every
         self.max_skew = max_skew
@@ -86,6 +93,12 @@ class Shared:
             return []
         old = [v for v in futures if v < version and v not in running]
         return [futures.pop(v) for v in old]
+
+    def live_until(self, sent: float) -> float:
+        """The local deadline of a lease set or renewed by a statement sent at ``sent``
+        (on ``clock``): the database set its expiry after the statement arrived, so
+        it expires no sooner than ``sent + lease`` on any clock that runs at our rate."""
+        return sent + self.trusted
 
     def serves(self) -> Serves:
         """What this worker claims: read per claim, as tasks may be registered later."""

@@ -1,4 +1,5 @@
-"""Helpers shared by the SQL stores: checked table names and per-thread connections.
+"""Helpers shared by the SQL stores: checked table names, the reads both write the same
+way, and per-thread connections.
 
 Each thread gets its own connection, opened on first use, so a claim on
 the dispatcher's connection never waits behind a finish on a worker's; the
@@ -13,11 +14,17 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from .records import Row
+
 C = TypeVar("C")
+
+COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
+           "lease_owner, lease_token, lease_expires, queue, updated_at")
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
-__all__ = ["ThreadConnections", "check_table", "index_statements"]
+__all__ = ["COLUMNS", "ThreadConnections", "check_table", "count_states", "index_statements",
+           "read_row", "rows_of"]
 
 
 def check_table(name: Any) -> str:
@@ -39,6 +46,25 @@ def index_statements(t: str) -> list[str]:
             " WHERE lease_expires IS NOT NULL",
             f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
             " WHERE lease_owner IS NOT NULL"]
+
+
+def read_row(db: Any, table: str, task_id: str, mark: str) -> dict[str, Any] | None:
+    """Every column of ``task_id``'s row in ``table`` as a dict, or None; ``mark`` is the
+    driver's parameter marker (``?`` or ``%s``)."""
+    row = db.execute(f"SELECT {COLUMNS} FROM {table} WHERE task_id = {mark}",
+                     (task_id,)).fetchone()
+    return None if row is None else dict(zip(COLUMNS.split(", "), row, strict=True))
+
+
+def count_states(db: Any, table: str) -> dict[str, int]:
+    """The number of rows of ``table`` in each state."""
+    return dict(db.execute(f"SELECT state, count(*) FROM {table} GROUP BY state").fetchall())
+
+
+def rows_of(found: list[Any]) -> list[Row]:
+    """Rows from ``(task_id, version, state, run_at, priority, blocked, ref, queue)``
+    tuples; ``blocked`` as a bool (SQLite gives 0 or 1)."""
+    return [Row(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in found]
 
 
 class ThreadConnections(Generic[C]):

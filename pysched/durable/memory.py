@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from heapq import heappop, heappush
 from typing import Any
 
+from .records import DEFAULT_QUEUE, Claim, NewTask, Outcome, Row, Serves
 from .series_table import MemorySeriesTable
 from .store import (
     CANCELLED,
-    DEFAULT_QUEUE,
     ERROR,
     FAILED,
     FINAL_STATES,
@@ -32,14 +32,10 @@ from .store import (
     PENDING,
     ROW_FORMAT,
     RUNNING,
-    Claim,
-    NewTask,
-    Outcome,
-    Row,
-    Serves,
     Store,
     batch_prefix,
     check_key,
+    check_tasks,
 )
 
 __all__ = ["MemoryStore"]
@@ -62,9 +58,7 @@ class MemoryStore(Store):
         self._series = MemorySeriesTable(clock)
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        for task in tasks:
-            check_key(task.task_id, "task_id")
-            check_key(task.ref, "ref")
+        check_tasks(tasks)
         versions = []
         with self._lock:
             for t in tasks:
@@ -107,7 +101,7 @@ class MemoryStore(Store):
                     for r in found]
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
-              serves: Serves | None = None) -> list[Claim]:
+              serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         with self._lock:
             now = self._clock()
             heap = self._due
@@ -133,7 +127,7 @@ class MemoryStore(Store):
             for r in blocked:  # an older version's lease, or not served: claimable later
                 self._push(r)
             claims = []
-            batch = batch_prefix(owner)
+            batch = batch or batch_prefix(owner)
             for r in due:
                 r["attempts"] += 1
                 r.update(state=RUNNING, lease_owner=owner, lease_expires=now + lease,
@@ -166,7 +160,8 @@ class MemoryStore(Store):
                 results.append(recorded)
         return results
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
         with self._lock:
             expires = self._clock() + lease
             wanted = None if tokens is None else set(tokens)
@@ -174,7 +169,17 @@ class MemoryStore(Store):
                     and (wanted is None or r["lease_token"] in wanted)]
             for r in held:
                 r["lease_expires"] = expires
-            return len(held)
+            return [r["lease_token"] for r in held]
+
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        with self._lock:
+            held = [r for r in self._rows.values() if r["lease_owner"] == owner
+                    and isinstance(r["lease_token"], str)
+                    and r["lease_token"].startswith(batch + ":")]
+            for r in held:
+                if r["state"] == RUNNING:
+                    r["attempts"] -= 1  # never started: the hand-back of an unrun claim
+            return self._release(held)
 
     def requeue_expired(self) -> list[str]:
         with self._lock:

@@ -28,29 +28,15 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
-from ._sql import ThreadConnections, check_table, index_statements
+from ._sql import ThreadConnections, check_table, count_states, index_statements, read_row, rows_of
+from .records import Changes, Claim, NewTask, Outcome, Row, Serves
 from .series_table import SQLSeriesTable
-from .store import (
-    KNOWN_STATES,
-    ROW_FORMAT,
-    Changes,
-    Claim,
-    NewTask,
-    Outcome,
-    Row,
-    Serves,
-    Store,
-    batch_prefix,
-    check_key,
-    claim_order,
-)
+from .store import KNOWN_STATES, ROW_FORMAT, Store, batch_prefix, check_key, check_tasks, claimed
 
 __all__ = ["PostgresStore"]
 
 NOW = "extract(epoch from clock_timestamp())"
 _NOTIFY_MAX = 7000  # bytes; the server refuses payloads of 8000 or more
-_COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
-            "lease_owner, lease_token, lease_expires, queue, updated_at")
 # Columns added after the first release: (name, type and default), added to old tables.
 ADDED_COLUMNS = [("queue", "text NOT NULL DEFAULT 'default'"),
                  ("updated_at", "double precision")]
@@ -130,9 +116,7 @@ class PostgresStore(Store):
                        (self.table, json.dumps(ids, separators=(",", ":"))))
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        for task in tasks:
-            check_key(task.task_id, "task_id")
-            check_key(task.ref, "ref")
+        check_tasks(tasks)
         if not tasks:
             return []
         t = self.table
@@ -183,10 +167,10 @@ class PostgresStore(Store):
         else:
             found = db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id = ANY(%s)",
                                (list(task_ids),))
-        return [Row(*r) for r in found.fetchall()]
+        return rows_of(found.fetchall())
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
-              serves: Serves | None = None) -> list[Claim]:
+              serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         t = self.table
         found = self._conns.get().execute(
             f"WITH due AS (SELECT task_id, version FROM {t}"
@@ -205,12 +189,12 @@ class PostgresStore(Store):
             " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
             " t.ref, t.args, t.attempts, t.lease_token, t.fmt, t.seq",
             {"threshold": threshold, "limit": limit, "owner": owner, "lease": lease,
-             "batch": batch_prefix(owner),
+             "batch": batch or batch_prefix(owner),
              "names": None if serves is None else list(serves.names),
              "prefixes": None if serves is None else list(serves.prefixes),
              "queues": None if serves is None or serves.queues is None
              else list(serves.queues)}).fetchall()
-        return [Claim(*r[:9]) for r in claim_order(found)]
+        return claimed(found)
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         if not outcomes:
@@ -277,15 +261,22 @@ class PostgresStore(Store):
             " AND run_at < %s", (before,)).fetchone()
         return int(count), oldest
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
-        where, args = "lease_owner = %s", (owner,)
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
+        args: list[Any] = [owner]
+        where = "lease_owner = %s"
         if tokens is not None:
-            where, args = "lease_owner = %s AND lease_token = ANY(%s)", (owner, list(tokens))
+            where, args = "lease_owner = %s AND lease_token = ANY(%s)", [owner, list(tokens)]
         db = self._conns.get()
         with db.transaction():
             self._lock_in_order(db, where, args)
-            return db.execute(f"UPDATE {self.table} SET lease_expires = {NOW} + %s"
-                              f" WHERE {where}", (lease, *args)).rowcount
+            return [r[0] for r in db.execute(
+                f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE {where}"
+                " RETURNING lease_token", (lease, *args)).fetchall()]
+
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        return self._release("lease_owner = %s AND starts_with(lease_token, %s)",
+                             (owner, batch + ":"), give_back=True)
 
     def _lock_in_order(self, db: Any, where: str, args: Sequence[Any]) -> None:
         # Every statement that writes several rows (finish, heartbeat, the releases)
@@ -325,14 +316,18 @@ class PostgresStore(Store):
         return self._release(f"lease_owner = %s AND lease_expires < {NOW} + %s",
                              (owner, expiring_within))
 
-    def _release(self, where: str, args: tuple[Any, ...]) -> list[str]:
+    def _release(self, where: str, args: tuple[Any, ...], give_back: bool = False
+                 ) -> list[str]:
+        # give_back: the claims never started, so a running row's attempt is given back.
         db = self._conns.get()
         with db.transaction():
             self._lock_in_order(db, where, args)
             ids = [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
-                " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
-                f" WHERE {where} RETURNING task_id", args).fetchall()]
+                " ELSE state END, attempts = attempts - CASE WHEN %s AND state = 'running'"
+                " THEN 1 ELSE 0 END, lease_owner = NULL, lease_token = NULL,"
+                f" lease_expires = NULL WHERE {where} RETURNING task_id",
+                (give_back, *args)).fetchall()]
             if ids:
                 self._notify(db, ids)
         return ids
@@ -348,14 +343,10 @@ class PostgresStore(Store):
             (message, task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
-        check_key(task_id, "task_id")
-        row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = %s",
-                                        (task_id,)).fetchone()
-        return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))
+        return read_row(self._conns.get(), self.table, check_key(task_id, "task_id"), "%s")
 
     def counts(self) -> dict[str, int]:
-        return dict(self._conns.get().execute(
-            f"SELECT state, count(*) FROM {self.table} GROUP BY state").fetchall())
+        return count_states(self._conns.get(), self.table)
 
     def wall_high_water(self, wall: float | None = None) -> float | None:
         db = self._conns.get()

@@ -21,26 +21,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._sql import ThreadConnections, check_table, index_statements
+from ._sql import ThreadConnections, check_table, count_states, index_statements, read_row, rows_of
+from .records import Claim, NewTask, Outcome, Row, Serves
 from .series_table import SQLSeriesTable
-from .store import (
-    KNOWN_STATES,
-    ROW_FORMAT,
-    Claim,
-    NewTask,
-    Outcome,
-    Row,
-    Serves,
-    Store,
-    batch_prefix,
-    check_key,
-    claim_order,
-)
+from .store import KNOWN_STATES, ROW_FORMAT, Store, batch_prefix, check_key, check_tasks, claimed
 
 __all__ = ["SQLiteStore"]
 
-_COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
-            "lease_owner, lease_token, lease_expires, queue, updated_at")
 # Columns added after the first release: (name, type and default), added to old tables.
 ADDED_COLUMNS = [("queue", "TEXT NOT NULL DEFAULT 'default'"), ("updated_at", "REAL")]
 
@@ -104,9 +91,7 @@ class SQLiteStore(Store):
         db.execute(f"UPDATE {self.table}_meta SET value = value + 1 WHERE key = 'changes'")
 
     def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        for task in tasks:
-            check_key(task.task_id, "task_id")
-            check_key(task.ref, "ref")
+        check_tasks(tasks)
         t = self.table
         versions = []
         with self._write() as db:
@@ -144,8 +129,10 @@ class SQLiteStore(Store):
 
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         db = self._conns.get()
-        cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
-                " lease_expires IS NOT NULL AND lease_expires >= ?, ref, queue")
+        # Text a row's writer chose is read as bytes and decoded here (see _text).
+        cols = ("task_id, version, CAST(state AS BLOB), run_at, priority, state = 'pending' AND"
+                " lease_expires IS NOT NULL AND lease_expires >= ?, CAST(ref AS BLOB),"
+                " CAST(queue AS BLOB)")
         now = self._clock()
         if task_ids is None:
             found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'",
@@ -157,10 +144,11 @@ class SQLiteStore(Store):
                 chunk = ids[i:i + 500]
                 found += db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id IN"
                                     f" ({','.join('?' * len(chunk))})", (now, *chunk)).fetchall()
-        return [Row(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7]) for r in found]
+        return rows_of([(r[0], r[1], _text(r[2]), r[3], r[4], r[5], _text(r[6]), _text(r[7]))
+                        for r in found])
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
-              serves: Serves | None = None) -> list[Claim]:
+              serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         t = self.table
         now = self._clock()
         with self._write() as db:
@@ -178,11 +166,11 @@ class SQLiteStore(Store):
                 "    WHERE substr(ref, 1, length(value)) = value))"
                 "  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))"
                 "  ORDER BY run_at, priority DESC, seq LIMIT :limit) AND state = 'pending'"
-                " RETURNING task_id, version, run_at, priority, ref, args, attempts,"
-                " lease_token, fmt, seq",
-                {"owner": owner, "batch": batch_prefix(owner), "now": now, "lease": lease,
+                " RETURNING task_id, version, run_at, priority, CAST(ref AS BLOB),"
+                " CAST(args AS BLOB), attempts, lease_token, fmt, seq",
+                {"owner": owner, "batch": batch or batch_prefix(owner), "now": now, "lease": lease,
                  "threshold": threshold, "limit": limit, **_serves_params(serves)}).fetchall()
-        return [Claim(*r[:9]) for r in claim_order(found)]
+        return claimed([(*r[:4], _text(r[4]), _text(r[5]), *r[6:]) for r in found])
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         t = self.table
@@ -238,16 +226,27 @@ class SQLiteStore(Store):
             " AND run_at < ?", (before,)).fetchone()
         return int(count), oldest
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
         expires = self._clock() + lease
+        update = f"UPDATE {self.table} SET lease_expires = ? WHERE lease_owner = ?"
         with self._write() as db:
             if tokens is None:
-                return db.execute(f"UPDATE {self.table} SET lease_expires = ?"
-                                  " WHERE lease_owner = ?", (expires, owner)).rowcount
-            # executemany's rowcount is the sum over the statements.
-            return db.executemany(f"UPDATE {self.table} SET lease_expires = ? WHERE"
-                                  " lease_token = ? AND lease_owner = ?",
-                                  [(expires, token, owner) for token in tokens]).rowcount
+                return [r[0] for r in db.execute(f"{update} RETURNING lease_token",
+                                                 (expires, owner)).fetchall()]
+            renewed = []
+            wanted = list(dict.fromkeys(tokens))
+            for i in range(0, len(wanted), 500):  # SQLite caps bound parameters per statement
+                chunk = wanted[i:i + 500]
+                renewed += [r[0] for r in db.execute(
+                    f"{update} AND lease_token IN ({','.join('?' * len(chunk))})"
+                    " RETURNING lease_token", (expires, owner, *chunk)).fetchall()]
+            return renewed
+
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        prefix = batch + ":"
+        return self._release("lease_owner = ? AND substr(lease_token, 1, ?) = ?", owner,
+                             len(prefix), prefix, give_back=True)
 
     def requeue_expired(self) -> list[str]:
         return self._release("lease_expires < ?", self._clock())
@@ -273,11 +272,13 @@ class SQLiteStore(Store):
         return self._release("lease_owner = ? AND lease_expires < ?", owner,
                              self._clock() + expiring_within)
 
-    def _release(self, where: str, *args: Any) -> list[str]:
+    def _release(self, where: str, *args: Any, give_back: bool = False) -> list[str]:
+        # give_back: the claims never started, so a running row's attempt is given back.
         with self._write() as db:
             ids = [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
-                " ELSE state END, lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+                f" ELSE state END, attempts = attempts - {int(give_back)} * (state = 'running'),"
+                " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
                 f" WHERE {where} RETURNING task_id", args).fetchall()]
             if ids:
                 self._bump_changes(db)
@@ -295,14 +296,10 @@ class SQLiteStore(Store):
                               (message, self._clock(), task_id, version)).rowcount == 1
 
     def get(self, task_id: str) -> dict[str, Any] | None:
-        check_key(task_id, "task_id")
-        row = self._conns.get().execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE task_id = ?",
-                                        (task_id,)).fetchone()
-        return None if row is None else dict(zip(_COLUMNS.split(", "), row, strict=True))
+        return read_row(self._conns.get(), self.table, check_key(task_id, "task_id"), "?")
 
     def counts(self) -> dict[str, int]:
-        return dict(self._conns.get().execute(
-            f"SELECT state, count(*) FROM {self.table} GROUP BY state").fetchall())
+        return count_states(self._conns.get(), self.table)
 
     def wall_high_water(self, wall: float | None = None) -> float | None:
         with self._write() as db:
@@ -321,6 +318,17 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self._conns.close_all()
+
+
+def _text(value: Any) -> Any:
+    """A text column read as a BLOB, decoded with invalid UTF-8 replaced.
+
+    SQLite keeps whatever bytes a writer put in a TEXT column; read as text, one
+    row of invalid UTF-8 makes the whole statement raise, so a single corrupt or
+    hostile ``args`` would stall every claim (it rolls back) and every re-read.
+    Decoded here, such a row is claimed like any other and refused as a bad row.
+    """
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _serves_params(serves: Serves | None) -> dict[str, str | None]:

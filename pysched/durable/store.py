@@ -31,10 +31,11 @@ import math
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import Any
 
 from .errors import BadRow, NotDurable
+from .records import DEFAULT_QUEUE, Changes, Claim, NewTask, Outcome, Row, Serves
 from .series_table import SeriesTable
 
 PENDING = "pending"
@@ -52,97 +53,13 @@ INT64_MAX = 2**63 - 1
 # The longest task id every store keeps, in UTF-8 bytes: well under PostgreSQL's
 # b-tree entry limit (about 2.7 kB) and its notification payload (8 kB).
 MAX_KEY_BYTES = 1024
-DEFAULT_QUEUE = "default"
 
 __all__ = [
     "CANCELLED", "COMPLETED", "DEFAULT_QUEUE", "ERROR", "FAILED", "FINAL_STATES", "KNOWN_STATES",
     "PENDING", "ROW_FORMAT", "RUNNING", "Changes", "Claim", "NewTask", "Outcome", "Row", "Serves",
-    "Store", "batch_prefix", "check_claim", "check_fields", "check_key", "claim_order",
-    "decode_args", "encode_args",
+    "Store", "batch_prefix", "check_claim", "check_fields", "check_key", "check_tasks",
+    "claimed", "decode_args", "encode_args",
 ]
-
-
-class NewTask(NamedTuple):
-    """A version to store: ``args`` is the JSON text of ``{"args": [...], "kwargs": {...}}``."""
-
-    task_id: str
-    run_at: float
-    priority: int
-    ref: str
-    args: str
-    queue: str = DEFAULT_QUEUE
-
-
-class Row(NamedTuple):
-    """What a scheduler needs to keep its local heap in step with a row."""
-
-    task_id: str
-    version: int
-    state: str
-    run_at: float
-    priority: int
-    blocked: bool  # pending, but an older version still holds a live lease
-    ref: str = ""
-    queue: str = DEFAULT_QUEUE
-
-
-class Changes(set[str]):
-    """What ``Store.wait_changes`` saw: the task ids other processes wrote, and
-    ``everything`` when a notification (or a new subscription) asked for a full
-    re-read as well. A plain empty set from a store means everything too."""
-
-    everything = False
-
-
-class Serves(NamedTuple):
-    """What one worker can run: the rows a claim may take.
-
-    A row is served when its ``ref`` is one of ``names`` (registered here) or
-    starts with one of ``prefixes`` (``module:`` or ``module.`` of an allowed
-    module), and its queue is in ``queues`` (None: every queue). A worker
-    leaves every other row to one that serves it, so a rolling deploy in which
-    old workers do not know a new task name loses nothing to error.
-    """
-
-    names: tuple[str, ...]
-    prefixes: tuple[str, ...]
-    queues: tuple[str, ...] | None = None
-
-    def matcher(self) -> Callable[[Any, Any], bool]:
-        """``matches(ref, queue)``, O(1) per row once built (build it once per batch)."""
-        names = frozenset(self.names)
-        queues = None if self.queues is None else frozenset(self.queues)
-        return lambda ref, queue: (
-            (ref in names or isinstance(ref, str) and ref.startswith(self.prefixes))
-            and (queues is None or queue in queues))
-
-
-class Claim(NamedTuple):
-    """A version this owner now runs under a lease."""
-
-    task_id: str
-    version: int
-    run_at: float
-    priority: int
-    ref: str
-    args: str
-    attempts: int
-    token: str  # "owner:batch:version:attempt:task_id", unique per claim: what finish() compares
-    fmt: int
-
-
-class Outcome(NamedTuple):
-    """The end of one claimed run, for ``Store.finish``."""
-
-    token: str
-    task_id: str
-    version: int
-    state: str  # completed, failed or error; pending hands the claim back
-    error: str | None
-    # With state pending: when the version is due again (a retry after a
-    # failure, with its error kept); None keeps run_at and gives the claim's
-    # attempt back (a hand-back unrun, or stopped by its pool closing).
-    retry_at: float | None = None
 
 
 def batch_prefix(owner: str) -> str:
@@ -172,8 +89,9 @@ def check_key(value: Any, name: str, limit: int = MAX_KEY_BYTES) -> str:
     return value
 
 
-def claim_order(found: list[Any]) -> list[Any]:
-    """Claimed rows ``(task_id, version, run_at, priority, ..., seq)`` in claim order.
+def claimed(found: list[Any]) -> list[Claim]:
+    """The Claims of rows ``(task_id, version, run_at, priority, ref, args, attempts,
+    lease_token, fmt, seq)`` as a claim's RETURNING gives them, in claim order.
 
     RETURNING gives no order. The sort happens after the claim committed, so it
     must not raise on a row whose fields are corrupt (a text ``seq``): that would
@@ -181,9 +99,18 @@ def claim_order(found: list[Any]) -> list[Any]:
     corrupt row is then refused when its claim is checked.
     """
     try:
-        return sorted(found, key=lambda r: (r[2], -r[3], r[-1]))
+        ordered = sorted(found, key=lambda r: (r[2], -r[3], r[-1]))
     except TypeError:
-        return list(found)
+        ordered = list(found)
+    return [Claim(*r[:9]) for r in ordered]
+
+
+def check_tasks(tasks: Sequence[NewTask]) -> None:
+    """Raise TypeError or ValueError (naming ``task_id`` or ``ref``) unless every store
+    can keep each of ``tasks``: what ``schedule`` checks before it writes anything."""
+    for task in tasks:
+        check_key(task.task_id, "task_id")
+        check_key(task.ref, "ref")
 
 
 def encode_args(args: Sequence[Any], kwargs: dict[str, Any] | None) -> str:
@@ -269,14 +196,22 @@ class Store(ABC):
 
     @abstractmethod
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
-              serves: Serves | None = None) -> list[Claim]:
+              serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         """Claim up to ``limit`` pending, lease-free rows with ``run_at <= threshold``.
 
         In order of run_at, then higher priority, then scheduling order; each
         is a conditional update on (task_id, version, state = pending) that
         sets a lease of ``lease`` seconds for ``owner``. With ``serves``, only
-        rows it matches.
+        rows it matches. ``batch`` (from ``batch_prefix(owner)``; a new one if
+        None) starts every lease token of this claim, so a caller whose claim
+        raised after the database leased rows can ``release_batch`` them.
         """
+
+    @abstractmethod
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        """Hand back unrun every claim of the claim batch ``batch`` that ``owner`` still holds:
+        its lease released, a running row pending again with its attempt given back.
+        For a claim whose answer was lost: none of it started. Returns the task ids."""
 
     @abstractmethod
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
@@ -306,13 +241,15 @@ class Store(ABC):
         worker has claimed although it is due."""
 
     @abstractmethod
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None) -> int:
-        """Extend leases of ``owner`` to ``lease`` seconds from now; return how many.
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
+        """Extend leases of ``owner`` to ``lease`` seconds from now; return their tokens.
 
         With ``tokens``, only the leases of those claims (the runs in flight in the
         caller), so a lease the caller no longer knows of (a claim whose answer was
-        lost) expires instead of being renewed forever. None renews every lease
-        of ``owner``.
+        lost) expires instead of being renewed forever; a token asked for and not
+        returned is a lease lost (expired and released, or taken over). None
+        renews every lease of ``owner``.
         """
 
     @abstractmethod

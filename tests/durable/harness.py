@@ -242,17 +242,20 @@ def check(plan: Plan, runs: list[tuple[str, str, int, int, str, float]],
 
 def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: float,
               heartbeat: float, kill_at: float | None, seed: int, spread: float,
-              workers: int = 4, prefetch: int = 16) -> dict[str, Any]:
+              workers: int = 4, prefetch: int = 16, task_pause: float = 0.002,
+              stops: int = 0) -> dict[str, Any]:
     """``procs`` workers share ``n`` tasks; the first is SIGKILLed once ``kill_at`` of
-    them have ended (no kill for None). Returns figures, including duplicate runs
-    under a live lease and the tasks per second between the first start and the
-    last end (meaningful without a kill: a takeover waits for a lease)."""
+    them have ended (no kill for None); the last is stopped (SIGSTOP) ``stops`` times
+    for two and a half leases each, then continued, as a paused or starved host would
+    be: it holds claims whose leases lapse meanwhile. Returns figures, including
+    duplicate runs under a live lease and the tasks per second between the first
+    start and the last end (meaningful without a kill: a takeover waits for a lease)."""
     store = durable.open_store(target, table=table)
     owners = [f"node-{k}" for k in range(procs)]
     # Every worker is up, on an empty table, before the first task is scheduled.
     running = [wait_ready(start_worker(target, table, o, log, lease=lease, workers=workers,
                                        prefetch=prefetch, exit_when_done=True, wait=False,
-                                       heartbeat=heartbeat))
+                                       heartbeat=heartbeat, pause=task_pause))
                for o in owners]
     # The leases the killed node held, frozen at its death: task id -> lease expiry.
     frozen: dict[str, float] = {}
@@ -270,35 +273,56 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
             assert row is not None
             frozen[task_id] = row["lease_expires"]
 
+    def stop_last() -> None:
+        wait_for_ends(log, n / 10)
+        for _ in range(stops):
+            running[-1].send_signal(signal.SIGSTOP)
+            time.sleep(2.5 * lease)
+            running[-1].send_signal(signal.SIGCONT)
+            time.sleep(lease / 2)
+
     killer = threading.Thread(target=kill_first) if kill_at is not None else None
     if killer is not None:  # watches from the start: the driver's writes below take a while
         killer.start()
+    stopper = threading.Thread(target=stop_last) if stops else None
+    if stopper is not None:
+        stopper.start()
     started = time.monotonic()
     plan = populate(store, n, spread, 1, seed)
     apply_round(store, plan, 0, spread)  # every parked task moves or is cancelled up front
     if killer is not None:
         killer.join()
+    if stopper is not None:
+        stopper.join()
     for proc in running[1:] if killer is not None else running:
         assert reap(proc) == 0
     elapsed = time.monotonic() - started
     runs = read_log(log)
     figures = check(plan, runs, store)
     store.close()
-    # A second start of a version is legal only as a takeover: the first run was the
-    # killed node's, the version was among the leases it held, the second run is a
-    # later claim, and it started after that frozen lease had expired (the store's
-    # clock and the log's are this machine's).
+    # A second start of a version is legal only under a newer claim: a higher attempt
+    # than every earlier start's (the store claims a row again only once the lease
+    # before has expired or been released). A start under an older claim than one
+    # already started is a worker starting a claim whose lease had lapsed, while the
+    # newer claim's lease was live. A re-run of the killed node's versions must also
+    # wait for its frozen lease (the store's clock and the log's are this machine's).
+    # Re-runs by survivors (a lease lost while a node was starved) are at-least-once:
+    # counted, not refused.
     by_task: dict[tuple[str, int], list[tuple[float, str, int]]] = {}
     for kind, task_id, tag, attempt, owner, at in runs:
         if kind == "S":
             by_task.setdefault((task_id, tag), []).append((at, owner, attempt))
-    live_duplicates = 0
+    live_duplicates = survivor_reruns = 0
     for (task_id, _), starts in by_task.items():
         starts.sort()
-        for (_, owner1, attempt1), (at2, _, attempt2) in zip(starts, starts[1:], strict=False):
-            if (owner1 != owners[0] or task_id not in frozen or at2 < frozen[task_id]
-                    or attempt2 <= attempt1):
+        for k, (at2, _, attempt2) in enumerate(starts[1:], 1):
+            newest = max(starts[:k], key=lambda s: s[2])
+            _, owner1, attempt1 = newest
+            if attempt2 <= attempt1 or owner1 == owners[0] and task_id in frozen \
+                    and at2 < frozen[task_id]:
                 live_duplicates += 1
+            elif owner1 != owners[0]:
+                survivor_reruns += 1
     # Takeovers: each version the killed node held is run by a survivor on a later
     # claim, after the lease expired (whether or not the dead node had started it).
     taken = {r[1] for r in runs if r[0] == "S" and r[1] in frozen and r[4] != owners[0]
@@ -307,6 +331,7 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
     last = max(r[5] for r in runs if r[0] == "E")
     rate = round(len(plan.final) / (last - first))
     return {**figures, "procs": procs, "tasks": n, "live_duplicates": live_duplicates,
+            "survivor_reruns": survivor_reruns,
             "held_at_kill": len(frozen), "taken_over": len(taken), "killed": owners[0],
             "runs_by_owner": {o: sum(1 for r in runs if r[0] == "E" and r[4] == o) for o in owners},
             "seconds": round(elapsed, 2), "tasks_per_s_run_window": rate}
