@@ -176,8 +176,11 @@ cdef class Scheduler:
         cdef double* times = <double*>PyMem_Malloc((n + 1) * sizeof(double))
         cdef int64_t* priorities = <int64_t*>PyMem_Malloc((n + 1) * sizeof(int64_t))
         cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+        cdef uint64_t* latest = <uint64_t*>PyMem_Malloc((n + 1) * sizeof(uint64_t))
+        cdef Py_ssize_t* firsts = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
         try:
-            if hashes == NULL or times == NULL or priorities == NULL or slots == NULL:
+            if (hashes == NULL or times == NULL or priorities == NULL or slots == NULL
+                    or latest == NULL or firsts == NULL):
                 raise MemoryError()
             # Every item is checked before the first is scheduled: all or nothing.
             for k in range(n):
@@ -195,12 +198,14 @@ cdef class Scheduler:
                     raise
                 ids[k] = task_id
                 fns[k] = fn
-            return self._schedule_many(ids, hashes, times, priorities, fns, slots)
+            return self._schedule_many(ids, hashes, times, priorities, fns, slots, latest, firsts)
         finally:
+            PyMem_Free(firsts)
             PyMem_Free(hashes)
             PyMem_Free(times)
             PyMem_Free(priorities)
             PyMem_Free(slots)
+            PyMem_Free(latest)
 
     def cancel(self, task_id):
         """cancel(task_id) -> bool
@@ -456,39 +461,45 @@ cdef class Scheduler:
         return state.version
 
     cdef list _schedule_many(self, list ids, Py_hash_t* hashes, double* times,
-                             int64_t* priorities, list fns, Py_ssize_t* slots):
+                             int64_t* priorities, list fns, Py_ssize_t* slots, uint64_t* latest,
+                             Py_ssize_t* firsts):
         """schedule_many() with checked items: all or nothing.
 
-        ``slots`` is scratch room for one slot an item.
+        ``slots``, ``latest`` and ``firsts`` are scratch room, one of each an item.
         """
-        cdef Py_ssize_t k, slot, n = len(ids), fresh
+        cdef Py_ssize_t k, slot, first, seen, n = len(ids), fresh
         cdef uint64_t edits
-        cdef dict newest
+        cdef IdTable batch
         cdef list versions, old_fns
         cdef SlotState* state
         while True:
             # Allocate everything first, as _schedule() does: the versions
             # (an id may come more than once), then room in the heap, the id
             # table and the per-slot arrays for every id new to the scheduler.
-            # find() and the dict may run a key's __eq__, and allocating may
+            # find() may run a key's __eq__, and allocating may
             # start a collection whose finalisers call back in: then look again.
             edits = self._edits
-            newest = {}  # task id -> (its version after its items so far, its first item)
+            # The batch's own ids: batch slot s is the id whose first item is
+            # firsts[s]. A C table allocates no tracked object per item, so no
+            # collection starts to walk the big lists while it fills.
+            batch = IdTable()
             versions = [None] * n
             old_fns = [None] * n  # released on return, once the state is whole
             fresh = 0
             for k in range(n):
-                slot = self._ids.find(ids[k], hashes[k])
-                seen = newest.get(ids[k])
-                if seen is not None:
-                    version = seen[0] + 1
-                    slots[k] = -2 - <Py_ssize_t>seen[1]  # the slot its first item gets
+                seen = batch.find(ids[k], hashes[k])
+                if seen >= 0:  # the id came before: its version after its items so far
+                    first = firsts[seen]
+                    latest[first] += 1
+                    slots[k] = -2 - first  # the slot its first item gets
                 else:
-                    version = 1 if slot < 0 else self._slots[slot].version + 1
+                    first = k
+                    firsts[batch.add(ids[k], hashes[k])] = k
+                    slot = self._ids.find(ids[k], hashes[k])
+                    latest[k] = 1 if slot < 0 else self._slots[slot].version + 1
                     slots[k] = slot
                     fresh += slot < 0
-                newest[ids[k]] = (version, k if seen is None else seen[1])
-                versions[k] = version
+                versions[k] = latest[first]
             if self._heap_capacity - self._heap_len < n:
                 self._resize_heap(_grown(self._heap_capacity, self._heap_len + n))
             self._reserve_slots(fresh)  # first: the table's slot limit grows next
@@ -732,10 +743,11 @@ cdef class Scheduler:
             self._slots_capacity = _grown(old, end)
             # A stale heap entry may name a slot past the old end: it must read as pending nothing.
             memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
-        while len(self._fns) < end:
-            self._fns.append(None)
-        while len(self._runs) < end:
-            self._runs.append(None)
+        # The lists grow to the arrays' capacity, in one step each time it grows.
+        if len(self._fns) < end:
+            self._fns.extend([None] * (self._slots_capacity - len(self._fns)))
+        if len(self._runs) < end:
+            self._runs.extend([None] * (self._slots_capacity - len(self._runs)))
         return 0
 
     cdef int _resize_heap(self, Py_ssize_t n) except -1:

@@ -245,6 +245,8 @@ class LastInFirstOut(baselines.HeapqTuples):
                  fn: Callable[[], Any]) -> None:
         heappush(self._heap, (run_at, -priority, -next(self._counter), fn))
 
+    schedule_many = baselines.schedule_each
+
 
 def test_verify_catches_a_competitor_that_reorders() -> None:
     broken = Competitor("lifo", "LIFO", LastInFirstOut, drain_baseline)
