@@ -55,6 +55,29 @@ cdef inline bint _before(const HeapEntry* a, const HeapEntry* b) noexcept nogil:
     return a.seq < b.seq
 
 
+cdef inline void _prefetch_children_block(const HeapEntry* block) noexcept nogil:
+    # The children of four siblings: 16 entries of 32 bytes, 8 cache lines.
+    cdef const char* p = <const char*>block
+    PYSCHED_PREFETCH(p)
+    PYSCHED_PREFETCH(p + 64)
+    PYSCHED_PREFETCH(p + 128)
+    PYSCHED_PREFETCH(p + 192)
+    PYSCHED_PREFETCH(p + 256)
+    PYSCHED_PREFETCH(p + 320)
+    PYSCHED_PREFETCH(p + 384)
+    PYSCHED_PREFETCH(p + 448)
+
+
+cdef inline Py_ssize_t _best_child(const HeapEntry* heap, Py_ssize_t first,
+                                   Py_ssize_t last) noexcept nogil:
+    """The position of the first of the children ``first .. last - 1`` in heap order."""
+    cdef Py_ssize_t child, best = first
+    for child in range(first + 1, last):
+        if _before(&heap[child], &heap[best]):
+            best = child
+    return best
+
+
 @cython.final
 @cython.freelist(16)  # a drain frees each Task before it claims the next
 cdef class Task:
@@ -630,15 +653,11 @@ cdef class Scheduler:
 
     cdef inline void _prefetch_next_claim(self, Py_ssize_t slot) noexcept:
         """Before popping ``slot``'s entry: load its id's bucket and the likely next head's slot data."""
-        cdef Py_ssize_t child, best = 1
         self._ids.prefetch(slot)  # complete() reads its bucket; its hash is cached by now
         if self._heap_len < 2:
             return
         # The root's best child is what the pop usually moves up.
-        for child in range(2, min(_ARITY + 1, self._heap_len)):
-            if _before(&self._heap[child], &self._heap[best]):
-                best = child
-        slot = self._heap[best].slot
+        slot = self._heap[_best_child(self._heap, 1, min(_ARITY + 1, self._heap_len))].slot
         PYSCHED_PREFETCH(&self._slots[slot])
         PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
         PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._runs)[slot])
@@ -806,25 +825,27 @@ cdef class Scheduler:
         # along the best children, then sift the item back up. The moved item
         # is usually a late one that belongs near the leaves, so this saves the
         # comparison with it at every level.
-        cdef HeapEntry item = self._heap[pos]
+        cdef HeapEntry* heap = self._heap
+        cdef HeapEntry item = heap[pos]
         cdef Py_ssize_t start = pos
         cdef Py_ssize_t n = self._heap_len
-        cdef Py_ssize_t first, best, child, last, grandchild
-        while True:
-            first = _ARITY * pos + 1
-            if first >= n:
-                break
-            best = first
-            last = min(first + _ARITY, n)
-            # The next level's blocks: start loading them while this one is compared.
-            for grandchild in range(_ARITY * first + 1, min(_ARITY * last + 1, n), 2):
-                PYSCHED_PREFETCH(&self._heap[grandchild])  # two 32-byte entries a line
-            for child in range(first + 1, last):
-                if _before(&self._heap[child], &self._heap[best]):
-                    best = child
-            self._heap[pos] = self._heap[best]
+        cdef Py_ssize_t first = _ARITY * pos + 1
+        cdef Py_ssize_t best
+        # Whole nodes first: a fixed number of children, no bound to check.
+        while first + _ARITY <= n:
+            if _ARITY * (first + _ARITY) < n:
+                # The next level's sixteen entries, the children of these four: start
+                # loading them while this level is compared.
+                _prefetch_children_block(&heap[_ARITY * first + 1])
+            best = _best_child(heap, first, first + _ARITY)
+            heap[pos] = heap[best]
             pos = best
-        self._heap[pos] = item
+            first = _ARITY * pos + 1
+        if first < n:  # a last node with fewer children, all leaves
+            best = _best_child(heap, first, n)
+            heap[pos] = heap[best]
+            pos = best
+        heap[pos] = item
         self._sift_up(start, pos)
 
     cdef void _maybe_rebuild(self) noexcept:
