@@ -267,6 +267,11 @@ cdef class StableBoundedPriorityQueue:
         """
         cdef int64_t prio = _check_priority(priority, "priority")
         cdef Offer offer
+        if key is None and tenant is None and self._full_refuses(prio):
+            # No key to look up and no tenant to count: nothing else to decide.
+            self._seq += 1
+            self._rejected_capacity += 1
+            return False
         dropped = self._decide(&offer, prio, value, key, tenant, False)
         if offer.refused:
             self._refuse(&offer)
@@ -530,9 +535,7 @@ cdef class StableBoundedPriorityQueue:
             load = self._tenant_count[offer.tenant_slot] if offer.tenant_slot >= 0 else 0
             if tenant is not None and self._quota >= 0 and load >= self._quota:
                 offer.refused = _BY_QUOTA
-            # Full: the newcomer's seq is the newest, so only a strictly lower
-            # priority number beats the worst (the root of _worst is live).
-            elif offer.full and (not self._capacity or priority >= ~self._worst[0].priority):
+            elif self._full_refuses(priority):
                 offer.refused = _BY_CAPACITY
             else:
                 offer.refused = _ACCEPTED
@@ -546,6 +549,13 @@ cdef class StableBoundedPriorityQueue:
                 self._reserve(key is not None, tenant is not None and offer.tenant_slot < 0)
             if stamp == self._stamp:
                 return dropped
+
+    cdef inline bint _full_refuses(self, int64_t priority) noexcept:
+        """Whether the queue is full and a newcomer of ``priority`` does not beat its worst."""
+        # The newcomer's seq is the newest, so only a strictly lower priority
+        # number beats the worst (the root of _worst is live).
+        return self._live == self._capacity and (
+            not self._capacity or priority >= ~self._worst[0].priority)
 
     cdef void _refuse(self, Offer* offer) noexcept:
         """Count a refusal: it only uses up its sequence number."""
