@@ -83,5 +83,10 @@ cdef Py_ssize_t _fitted(void** array, Py_ssize_t capacity, Py_ssize_t used, size
 
 include "_checks.pxi"
 include "_id_table.pxi"
+include "_scheduler_heap.pxi"
+include "_scheduler_task.pxi"
 include "_scheduler.pxi"
+include "_scheduler_memory.pxi"
+include "_scheduler_prefetch.pxi"
+include "_scheduler_check.pxi"
 include "_bounded_queue.pxi"
