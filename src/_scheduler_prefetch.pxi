@@ -27,5 +27,9 @@ cdef inline void _prefetch_head_objects(Scheduler self) noexcept:
     cdef Py_ssize_t slot
     if self._heap_len:
         slot = self._heap[0].slot
+        # A stale head may name a slot cut off by a shrink: read only inside the
+        # lists (the id table's keys are the shortest of them).
+        if slot >= self._ids.slot_limit():
+            return
         PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._ids.keys)[slot])
         PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._fns)[slot])
