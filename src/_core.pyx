@@ -32,6 +32,7 @@ from pysched._validate import (
     check_priority,
     check_schedule_item,
     check_time,
+    not_a_task,
 )
 
 # A hint to start loading memory that is about to be used: at a million tasks

@@ -20,6 +20,7 @@ cdef class Task:
     cdef readonly bint cancel_requested
     cdef readonly object exception
     cdef Py_ssize_t _slot     # its id's slot while running: finishing needs no hash lookup
+    cdef bint _in_batch       # set only while complete_many() checks its batch for repeats
 
     @property
     def version(self):

@@ -2,8 +2,9 @@
 
 A ``Competitor`` makes a fresh scheduler with ``schedule``,
 ``schedule_many`` and ``cancel`` and knows how to drain it. The core and the
-twin are drained through their own API, ``pop_due`` in batches of BATCH
-tasks, each task called and completed; the baselines through theirs (see
+twin are drained through their own API: ``pop_due`` in batches of BATCH
+tasks, each task called, then the batch completed with ``complete_many``;
+the baselines through theirs (see
 baselines.py). The first baseline, "heapq, versioned", is the one the report
 leads with: the core's algorithm written plainly in Python, drained by its
 own ``pop_due`` in the same batches.
@@ -33,15 +34,15 @@ BATCH = 64
 
 def drain_pop_due(sched: Any, limit: int | None = BATCH) -> None:
     """Claim every due task of a core or twin Scheduler with ``pop_due``, ``limit`` at a time
-    (all at once when None); run and complete each."""
-    pop_due, complete = sched.pop_due, sched.complete
+    (all at once when None); run each, then complete the batch with ``complete_many``."""
+    pop_due, complete_many = sched.pop_due, sched.complete_many
     while True:
         tasks = pop_due(1e300, limit)  # far past every run_at: all pending tasks are due
         if not tasks:
             return
         for task in tasks:
             task.fn()
-            complete(task)
+        complete_many(tasks)
 
 
 def drain_versioned_pop_due(sched: Any) -> None:

@@ -2,11 +2,12 @@
 
 A scheduler holding n due tasks (random times and priorities, scheduled
 before the clock starts) is drained to empty: every task claimed, called and
-completed. The core drains with ``pop_due(now, BATCH)`` (a worker's batch:
-the figure the others are compared with), with a loop of ``next()``, and
-with ``pop_due(now)`` (every due task in one call, so all n Task objects
-live at once); the twin with ``pop_due(now, BATCH)``; "heapq, versioned"
-with its ``next()``. Before timing, every way must run the same tasks in the same
+completed. The core drains with ``pop_due(now, BATCH)`` (a worker's batch,
+run and then finished with ``complete_many``: the figure the others are
+compared with), with a loop of ``next()`` and ``complete()``, and with
+``pop_due(now)`` (every due task in one call, so all n Task objects live at
+once); the twin with ``pop_due(now, BATCH)``; "heapq, versioned" with its
+``next()``. Before timing, every way must run the same tasks in the same
 order. Where the core has no ``pop_due`` the section says so and times
 nothing.
 """
