@@ -1,8 +1,10 @@
 """Where the composite workload's time goes: CPU time per phase, core, twin and heapq, versioned.
 
-The composite of ``python -m pysched.bench`` (same inputs: schedule n tasks,
-re-schedule 10% sooner, cancel another 10%, run the rest), timed phase by
-phase, in nanoseconds per task id (per n, so the phases add up to the total).
+The composite of ``python -m pysched.bench`` (same inputs and calls: schedule
+n tasks with ``schedule_many``, re-schedule 10% sooner in a second batch,
+cancel another 10% one call at a time, drain the rest as the benchmark
+drains each competitor), timed phase by phase, in nanoseconds per task id
+(per n, so the phases add up to the total).
 For work on the core: at n = 1,000,000 the drain is bound by cache misses,
 and its figure is what the core's prefetching moved.
 
@@ -20,7 +22,7 @@ import time
 from typing import Any
 
 from pysched.bench.baselines import HeapqVersioned
-from pysched.bench.competitors import VERSIONED, drain_scheduler, drain_versioned
+from pysched.bench.competitors import VERSIONED, drain_pop_due, drain_versioned_pop_due
 from pysched.bench.workloads import composite_inputs, noop
 
 PHASES = ("schedule", "replace", "cancel", "drain")
@@ -36,25 +38,25 @@ def implementations() -> dict[str, tuple[Any, Any]]:
     except ImportError:
         pass
     else:
-        found["c"] = CoreScheduler, drain_scheduler
-    found["py"] = PureScheduler, drain_scheduler
-    found[VERSIONED] = HeapqVersioned, drain_versioned
+        found["c"] = CoreScheduler, drain_pop_due
+    found["py"] = PureScheduler, drain_pop_due
+    found[VERSIONED] = HeapqVersioned, drain_versioned_pop_due
     return found
 
 
 def phases(make: Any, drain: Any, n: int) -> list[float]:
     """CPU seconds of each phase of one composite run."""
     times, priorities, replaced, cancelled = composite_inputs(n, 0)
+    first = [(i, times[i], priorities[i], noop) for i in range(n)]
+    sooner = [(i, times[i] * 0.5, 0, noop) for i in replaced]
     gc.collect()
     marks = [time.process_time()]
     sched = make()
-    schedule, cancel = sched.schedule, sched.cancel
-    for i in range(n):
-        schedule(i, times[i], priorities[i], noop)
+    sched.schedule_many(first)
     marks.append(time.process_time())
-    for i in replaced:
-        schedule(i, times[i] * 0.5, 0, noop)
+    sched.schedule_many(sooner)
     marks.append(time.process_time())
+    cancel = sched.cancel
     for i in cancelled:
         cancel(i)
     marks.append(time.process_time())

@@ -1,9 +1,11 @@
 """The most any scheduler can gain: each workload with calls that do nothing, beside the core.
 
-Every workload of ``python -m pysched.bench`` calls its scheduler one
-operation at a time from a Python loop, as user code does. That loop's own
-interpreter work (the iteration, the argument lookups, the call itself) is
-paid by every competitor alike, so it bounds every speedup. This script
+Every workload of ``python -m pysched.bench`` drives its scheduler from
+Python, as user code does: batches through ``schedule_many`` and
+``pop_due``, cancels and pops one call at a time, and each task's function
+called from the drain's loop. That code's own interpreter work (the
+iterations, the argument lookups, the calls themselves) is paid by every
+competitor alike, so it bounds every speedup. This script
 measures it: the composite and churn run on a stand-in whose every method is
 a compiled function that does nothing (built with Cython, which the core
 needs anyway), beside the Cython core and the main heapq baseline, in turns.
@@ -30,7 +32,7 @@ from pysched.bench._timing import measure_in_turns
 from pysched.bench.baselines import HeapqVersioned
 from pysched.bench.bounded_baselines import TwoHeapsQueue
 from pysched.bench.bounded_workloads import churn
-from pysched.bench.competitors import drain_scheduler, drain_versioned
+from pysched.bench.competitors import BATCH, drain_pop_due, drain_versioned_pop_due
 from pysched.bench.workloads import composite, noop
 
 NO_OPS = """
@@ -68,11 +70,11 @@ class _Null:
 
 
 def null_scheduler(no_ops: Any, tasks: list[Any]) -> _Null:
-    """A scheduler whose calls do nothing; ``next`` hands out ``tasks``, then a float."""
-    claims: Iterator[Any] = iter(tasks)
-    # The drain calls next(1e300): next(claims, 1e300) gives the tasks, then the float.
-    return _Null(schedule=no_ops.four, cancel=no_ops.one, complete=no_ops.one,
-                 next=partial(next, claims))
+    """A scheduler whose calls do nothing; ``pop_due`` hands out ``tasks`` in batches, then []."""
+    batches: Iterator[list[Any]] = iter([tasks[k:k + BATCH] for k in range(0, len(tasks), BATCH)])
+    # The drain calls pop_due(1e300, BATCH): next(batches, []) gives the batches, then [].
+    return _Null(schedule_many=no_ops.one, cancel=no_ops.one, complete_many=no_ops.one,
+                 pop_due=lambda _now, _limit: next(batches, []))
 
 
 def report(name: str, size: int, builds: list[Callable[[], Callable[[], int]]]) -> None:
@@ -92,10 +94,10 @@ def main(sizes: list[int], capacities: list[int]) -> None:
             fns = [noop] * n
             tasks = [no_ops.Task(noop) for _ in range(n - n // 10)]  # the composite runs 90%
             report("composite", n, [
-                partial(composite, Scheduler, drain_scheduler, n, 0, fns),
-                partial(composite, partial(null_scheduler, no_ops, tasks), drain_scheduler,
+                partial(composite, Scheduler, drain_pop_due, n, 0, fns),
+                partial(composite, partial(null_scheduler, no_ops, tasks), drain_pop_due,
                         n, 0, fns),
-                partial(composite, HeapqVersioned, drain_versioned, n, 0, fns)])
+                partial(composite, HeapqVersioned, drain_versioned_pop_due, n, 0, fns)])
         null_queue = partial(_Null, push=no_ops.two, pop=no_ops.zero)
         for capacity in capacities:
             report("churn", capacity, [

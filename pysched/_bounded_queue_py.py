@@ -206,6 +206,11 @@ class StableBoundedPriorityQueue:
         the queue already. O(log n); a refusal is O(1).
         """
         priority = check_priority(priority, "priority")
+        if key is None and tenant is None and self._full_refuses(priority):
+            # No key to look up and no tenant to count: nothing else to decide.
+            self._seq += 1
+            self._rejected_capacity += 1
+            return False
         offer = self._decide(priority, value, key, tenant, False)
         if offer.refused is not None:
             self._refuse(offer)
@@ -411,9 +416,7 @@ class StableBoundedPriorityQueue:
             load = cell.count if cell is not None else 0
             if tenant is not None and self._tenant_limit is not None and load >= self._tenant_limit:
                 offer.refused = QUOTA
-            # Full: the newcomer's seq is the newest, so only a strictly lower
-            # priority number beats the worst (the root of _worst is live).
-            elif offer.full and (not self._capacity or priority >= ~self._worst[0][0]):
+            elif self._full_refuses(priority):
                 offer.refused = CAPACITY
             else:
                 offer.refused = None
@@ -429,6 +432,13 @@ class StableBoundedPriorityQueue:
                 offer.dropped = _shell() if offer.full else None
             if stamp == self._stamp:
                 return offer
+
+    def _full_refuses(self, priority: int) -> bool:
+        """Whether the queue is full and a newcomer of ``priority`` does not beat its worst."""
+        # The newcomer's seq is the newest, so only a strictly lower priority
+        # number beats the worst (the root of _worst is live).
+        return self._live == self._capacity and (
+            not self._capacity or priority >= ~self._worst[0][0])
 
     def _refuse(self, offer: _Offer) -> None:
         """Count a refusal: it only uses up its sequence number."""

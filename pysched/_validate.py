@@ -103,6 +103,11 @@ def check_schedule_item(item: Any, name: str) -> tuple[Hashable, float, int, Any
     return task_id, run_at, priority, fn
 
 
+def not_a_task(value: Any, name: str) -> TypeError:
+    """The error for ``name`` given ``value``, which is not a Task of the scheduler."""
+    return TypeError(f"{name} must be a Task, not {type(value).__name__}")
+
+
 def missing_key(key: Any, name: str = "key") -> KeyError:
     """The error for a ``name`` that names no entry, for the caller to raise."""
     return KeyError(f"{name} {key!r} is not in the queue")

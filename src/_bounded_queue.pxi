@@ -1,4 +1,6 @@
 # StableBoundedPriorityQueue: mirrors pysched/_bounded_queue_py.py, which states the design.
+# Its heaps are in _bounded_heap.pxi, QueueEntry in _bounded_entry.pxi, its
+# memory management in _bounded_memory.pxi, its invariant checks in _bounded_check.pxi.
 #
 # Entry records live in one flat C array; the two heaps are 4-ary heaps of
 # record numbers (int32_t) ordered through the records' (priority, seq). Values
@@ -58,119 +60,6 @@ ctypedef struct Offer:
     Py_ssize_t tenant_slot  # the tenant's slot, or -1 if it has none yet (or no tenant)
     bint full               # accepting evicts the worst entry
     int refused             # _ACCEPTED, or why not: _BY_QUOTA or _BY_CAPACITY
-
-
-ctypedef struct Node:
-    # The record's sort key, copied so that a sift reads no record: at
-    # C = 100,000 loading a record per comparison made churn 2x slower.
-    # The worst heap stores ~priority and ~seq: bitwise not reverses the order
-    # without overflow, so both heaps are min-heaps under one comparison.
-    int64_t priority
-    uint64_t seq
-    int32_t rec          # the record it names (in use while a node names it)
-
-
-cdef inline bint _bq_before(const Node* a, const Node* b) noexcept nogil:
-    # Seqs are unique, so two nodes never tie.
-    if a.priority != b.priority:
-        return a.priority < b.priority
-    return a.seq < b.seq
-
-
-@cython.cdivision(True)  # positions are never negative
-cdef void _bq_sift_up(Node* heap, Py_ssize_t start, Py_ssize_t pos) noexcept nogil:
-    # Precondition: the heap invariant holds everywhere except between ``pos``
-    # and its ancestors up to ``start``.
-    cdef Node item = heap[pos]
-    cdef Py_ssize_t parent
-    while pos > start:
-        parent = (pos - 1) // _BQ_ARITY
-        if not _bq_before(&item, &heap[parent]):
-            break
-        heap[pos] = heap[parent]
-        pos = parent
-    heap[pos] = item
-
-
-cdef void _bq_sift_down(Node* heap, Py_ssize_t n, Py_ssize_t pos) noexcept nogil:
-    # Precondition: every subtree below ``pos`` is a heap.
-    # Floyd's bottom-up variant, as in heapq and the scheduler: walk the hole
-    # down to a leaf along the best children, then sift the item back up. The
-    # item is a last node or a newcomer that beat the worst, and belongs near
-    # the leaves, so this saves the comparison with it at every level.
-    cdef Node item = heap[pos]
-    cdef Py_ssize_t start = pos
-    cdef Py_ssize_t first, top, child, last
-    while True:
-        first = _BQ_ARITY * pos + 1
-        if first >= n:
-            break
-        top = first
-        last = min(first + _BQ_ARITY, n)
-        for child in range(first + 1, last):
-            if _bq_before(&heap[child], &heap[top]):
-                top = child
-        heap[pos] = heap[top]
-        pos = top
-    heap[pos] = item
-    _bq_sift_up(heap, start, pos)
-
-
-cdef inline int32_t _bq_pop_root(Node* heap, Py_ssize_t* n) noexcept nogil:
-    # Precondition: n[0] > 0. Removes the root and returns its record.
-    cdef int32_t rec = heap[0].rec
-    n[0] -= 1
-    if n[0]:
-        heap[0] = heap[n[0]]
-        _bq_sift_down(heap, n[0], 0)
-    return rec
-
-
-@cython.cdivision(True)
-cdef void _bq_heapify(Node* heap, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t k
-    if n > 1:
-        for k in range((n - 2) // _BQ_ARITY, -1, -1):
-            _bq_sift_down(heap, n, k)
-
-
-cdef inline void _bq_set(Node* node, int64_t priority, uint64_t seq, int32_t rec) noexcept nogil:
-    node.priority = priority
-    node.seq = seq
-    node.rec = rec
-
-
-@cython.final
-@cython.freelist(8)
-cdef class QueueEntry:
-    """An entry as it left the queue: what ``push_or_evict()`` and ``pop_entry()`` return.
-
-    ``reason`` says why: ``"evicted"`` (an old worst entry made room for a
-    better newcomer), ``"capacity"`` or ``"quota"`` (the newcomer itself was
-    refused), ``"popped"``. The attributes are read-only.
-    """
-    cdef readonly int64_t priority
-    cdef readonly uint64_t seq
-    cdef readonly object value
-    cdef readonly object key
-    cdef readonly object tenant
-    cdef readonly str reason
-
-    def __repr__(self):
-        return (f"<QueueEntry {self.reason} priority={self.priority} seq={self.seq}"
-                f" value={self.value!r} key={self.key!r} tenant={self.tenant!r}>")
-
-
-cdef QueueEntry _bq_entry(int64_t priority, uint64_t seq, object value, object key,
-                          object tenant, str reason):
-    cdef QueueEntry entry = QueueEntry.__new__(QueueEntry)
-    entry.priority = priority
-    entry.seq = seq
-    entry.value = value
-    entry.key = key
-    entry.tenant = tenant
-    entry.reason = reason
-    return entry
 
 
 @cython.final
@@ -267,6 +156,11 @@ cdef class StableBoundedPriorityQueue:
         """
         cdef int64_t prio = _check_priority(priority, "priority")
         cdef Offer offer
+        if key is None and tenant is None and self._full_refuses(prio):
+            # No key to look up and no tenant to count: nothing else to decide.
+            self._seq += 1
+            self._rejected_capacity += 1
+            return False
         dropped = self._decide(&offer, prio, value, key, tenant, False)
         if offer.refused:
             self._refuse(&offer)
@@ -379,7 +273,7 @@ cdef class StableBoundedPriorityQueue:
             ks = self._keys.find(key, h) if self._keys is not None else -1
             if ks < 0:
                 raise missing_key(key)
-            self._reserve(False, False)
+            _reserve(self, False, False)
             if stamp == self._stamp:
                 break
         self._seq += 1
@@ -421,83 +315,7 @@ cdef class StableBoundedPriorityQueue:
 
     def _check(self):
         """Assert every invariant (tests call this after each step)."""
-        cdef Py_ssize_t k, child, live = self._live
-        cdef Py_ssize_t bound = max(live, _COMPACT_FLOOR)
-        cdef Record* rec
-        cdef int32_t r
-        cdef list in_best = [0] * self._n_recs
-        cdef list in_worst = [0] * self._n_recs
-        cdef list keyed = []
-        cdef list tenanted = [0] * (self._tenants.slot_limit() if self._tenants is not None else 0)
-        cdef Node* node
-        # Heap order: no node is before its parent.
-        for k in range(self._best_len):
-            for child in range(_BQ_ARITY * k + 1, min(_BQ_ARITY * k + _BQ_ARITY + 1, self._best_len)):
-                assert not _bq_before(&self._best[child], &self._best[k]), "best heap order"
-        for k in range(self._worst_len):
-            for child in range(_BQ_ARITY * k + 1, min(_BQ_ARITY * k + _BQ_ARITY + 1, self._worst_len)):
-                assert not _bq_before(&self._worst[child], &self._worst[k]), "worst heap order"
-        # Nodes name records in use and carry their key (reversed in the worst heap).
-        for k in range(self._best_len):
-            node = &self._best[k]
-            assert 0 <= node.rec < self._n_recs
-            assert (node.priority, node.seq) == (self._recs[node.rec].priority, self._recs[node.rec].seq)
-            in_best[node.rec] += 1
-        for k in range(self._worst_len):
-            node = &self._worst[k]
-            assert 0 <= node.rec < self._n_recs
-            assert (~node.priority, ~node.seq) == (self._recs[node.rec].priority, self._recs[node.rec].seq)
-            in_worst[node.rec] += 1
-        # Free records are named by no node, and listed once.
-        free = [self._free[k] for k in range(self._n_free)]
-        assert len(set(free)) == self._n_free
-        for r in free:
-            assert not self._recs[r].alive and self._recs[r].nodes == 0 and not in_best[r] and not in_worst[r]
-        assert len(self._values) == self._recs_capacity >= self._n_recs
-        for r in range(self._n_recs):
-            rec = &self._recs[r]
-            # ``nodes`` counts the nodes naming the record.
-            assert rec.nodes == in_best[r] + in_worst[r], "node count"
-            if rec.alive:
-                # Each live record has exactly one node in each heap.
-                assert in_best[r] == in_worst[r] == 1
-                assert rec.seq <= self._seq
-                live -= 1
-                if rec.key_slot >= 0:
-                    assert self._key_rec[rec.key_slot] == r
-                    keyed.append(r)
-                if rec.tenant_slot >= 0:
-                    tenanted[rec.tenant_slot] += 1
-            else:
-                # A dead record holds nothing: its objects are freed once the caller drops them.
-                assert self._values[r] is None and rec.key_slot == -1 and rec.tenant_slot == -1
-        assert live == 0, "live count"
-        for r in range(self._n_recs, self._recs_capacity):
-            assert self._values[r] is None
-        # Never more entries than the capacity.
-        assert self._live <= self._capacity
-        # Both roots are live: peeks are O(1) and the admission test reads the true worst.
-        assert not self._best_len or self._recs[self._best[0].rec].alive
-        assert not self._worst_len or self._recs[self._worst[0].rec].alive
-        # The dead-node bound that keeps memory O(capacity).
-        assert self._best_len - self._live <= bound and self._worst_len - self._live <= bound, "dead-node bound"
-        # The key table names exactly the live keyed records.
-        if self._keys is not None:
-            self._keys._check()
-            assert self._key_rec_capacity >= self._keys.slot_limit(), "key slots covered"
-        assert len(keyed) == (len(self._keys) if self._keys is not None else 0)
-        # Each tenant counts its live records, is within its limit, and is forgotten at 0.
-        if self._tenants is not None:
-            self._tenants._check()
-            assert self._tenant_count_capacity >= self._tenants.slot_limit(), "tenant slots covered"
-            for k in range(self._tenants.slot_limit()):
-                if self._tenants.key(k) is _FREE:  # a free slot
-                    assert tenanted[k] == 0
-                else:
-                    assert self._tenant_count[k] == tenanted[k] > 0
-                    assert self._quota < 0 or tenanted[k] <= self._quota
-        # The counters add up.
-        assert self._accepted - self._evicted - self._popped - self._removed == self._live
+        _check_queue(self)
 
     # -- internals ---------------------------------------------------------
 
@@ -530,9 +348,7 @@ cdef class StableBoundedPriorityQueue:
             load = self._tenant_count[offer.tenant_slot] if offer.tenant_slot >= 0 else 0
             if tenant is not None and self._quota >= 0 and load >= self._quota:
                 offer.refused = _BY_QUOTA
-            # Full: the newcomer's seq is the newest, so only a strictly lower
-            # priority number beats the worst (the root of _worst is live).
-            elif offer.full and (not self._capacity or priority >= ~self._worst[0].priority):
+            elif self._full_refuses(priority):
                 offer.refused = _BY_CAPACITY
             else:
                 offer.refused = _ACCEPTED
@@ -543,9 +359,16 @@ cdef class StableBoundedPriorityQueue:
             else:
                 if offer.full:
                     dropped = QueueEntry.__new__(QueueEntry)
-                self._reserve(key is not None, tenant is not None and offer.tenant_slot < 0)
+                _reserve(self, key is not None, tenant is not None and offer.tenant_slot < 0)
             if stamp == self._stamp:
                 return dropped
+
+    cdef inline bint _full_refuses(self, int64_t priority) noexcept:
+        """Whether the queue is full and a newcomer of ``priority`` does not beat its worst."""
+        # The newcomer's seq is the newest, so only a strictly lower priority
+        # number beats the worst (the root of _worst is live).
+        return self._live == self._capacity and (
+            not self._capacity or priority >= ~self._worst[0].priority)
 
     cdef void _refuse(self, Offer* offer) noexcept:
         """Count a refusal: it only uses up its sequence number."""
@@ -707,45 +530,7 @@ cdef class StableBoundedPriorityQueue:
         if self._best_len - self._live > bound or self._worst_len - self._live > bound:
             self._compact()
         if self._live * 4 < self._recs_capacity and self._recs_capacity > 16:
-            self._give_back()
-
-    cdef void _give_back(self) noexcept:
-        """Shrink the arrays once under a quarter of the records are in use.
-
-        The free records at the top are cut off (no node names a free record),
-        and every array is left half full, so an oscillating load does not
-        resize at every step. A try that cannot cut (a record near the top is
-        in use) waits for the length to halve: amortised O(1) a removal.
-        """
-        cdef Py_ssize_t top = self._n_recs, k, kept, n, longest
-        if self._live and self._live >= self._shrink_at:
-            return
-        while top and not self._recs[top - 1].alive and not self._recs[top - 1].nodes:
-            top -= 1
-        if top * 2 > self._recs_capacity:
-            self._shrink_at = self._live // 2
-            return
-        n = max(16, 2 * top)
-        try:
-            del self._values[n:]  # only None past _n_recs: nothing is freed that could call back
-        except MemoryError:
-            return  # longer than needed is still whole
-        kept = 0
-        for k in range(self._n_free):
-            if self._free[k] < top:
-                self._free[kept] = self._free[k]
-                kept += 1
-        self._n_free = kept
-        self._n_recs = top
-        _shrink(<void**>&self._recs, n, sizeof(Record))
-        _shrink(<void**>&self._free, n, sizeof(int32_t))
-        self._recs_capacity = n
-        longest = max(self._best_len, self._worst_len)
-        if longest * 4 < self._heap_capacity:
-            n = max(16, 2 * longest)
-            _shrink(<void**>&self._best, n, sizeof(Node))
-            _shrink(<void**>&self._worst, n, sizeof(Node))
-            self._heap_capacity = n
+            _give_back(self)
 
     cdef void _compact(self) noexcept:
         """Rebuild both heaps from their live nodes: O(n), amortised O(1) per call that made one dead."""
@@ -766,39 +551,3 @@ cdef class StableBoundedPriorityQueue:
                 self._release_node(heap[k].rec)
         self._dead_cleaned += n - kept
         return kept
-
-    cdef int _reserve(self, bint keyed, bint new_tenant) except -1:
-        """Make room for one more record, one more node in each heap, and a new key or tenant slot.
-
-        Called before anything changes, so a MemoryError leaves the queue as it was.
-        """
-        cdef Py_ssize_t n, slot
-        if not self._n_free and self._n_recs == self._recs_capacity:
-            if self._n_recs >= _MAX_RECORDS:
-                raise MemoryError("too many entries for one queue")
-            n = min(_grown(self._recs_capacity, 0), <Py_ssize_t>_MAX_RECORDS)
-            _grow(<void**>&self._recs, n, sizeof(Record))
-            _grow(<void**>&self._free, n, sizeof(int32_t))
-            self._values.extend([None] * (n - len(self._values)))
-            self._recs_capacity = n  # only once every array is this long
-        if self._best_len == self._heap_capacity or self._worst_len == self._heap_capacity:
-            n = _grown(self._heap_capacity, 0)
-            _grow(<void**>&self._best, n, sizeof(Node))
-            _grow(<void**>&self._worst, n, sizeof(Node))
-            self._heap_capacity = n
-        if keyed:
-            if self._keys is None:
-                self._keys = IdTable()
-            slot = self._keys.slot_limit()
-            if slot >= self._key_rec_capacity:
-                _grow(<void**>&self._key_rec, _grown(self._key_rec_capacity, slot + 1), sizeof(int32_t))
-                self._key_rec_capacity = _grown(self._key_rec_capacity, slot + 1)
-        if new_tenant:
-            if self._tenants is None:
-                self._tenants = IdTable()
-            slot = self._tenants.slot_limit()
-            if slot >= self._tenant_count_capacity:
-                _grow(<void**>&self._tenant_count, _grown(self._tenant_count_capacity, slot + 1),
-                      sizeof(Py_ssize_t))
-                self._tenant_count_capacity = _grown(self._tenant_count_capacity, slot + 1)
-        return 0

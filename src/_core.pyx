@@ -32,6 +32,7 @@ from pysched._validate import (
     check_priority,
     check_schedule_item,
     check_time,
+    not_a_task,
 )
 
 # A hint to start loading memory that is about to be used: at a million tasks
@@ -83,5 +84,15 @@ cdef Py_ssize_t _fitted(void** array, Py_ssize_t capacity, Py_ssize_t used, size
 
 include "_checks.pxi"
 include "_id_table.pxi"
+include "_scheduler_heap.pxi"
+include "_scheduler_task.pxi"
 include "_scheduler.pxi"
+include "_scheduler_batch.pxi"
+include "_scheduler_memory.pxi"
+include "_scheduler_prefetch.pxi"
+include "_scheduler_check.pxi"
+include "_bounded_heap.pxi"
+include "_bounded_entry.pxi"
 include "_bounded_queue.pxi"
+include "_bounded_memory.pxi"
+include "_bounded_check.pxi"

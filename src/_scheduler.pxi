@@ -1,12 +1,9 @@
-# Scheduler and Task: mirrors pysched/_scheduler_py.py, which states the design.
+# Scheduler: mirrors pysched/_scheduler_py.py, which states the design. Its heap
+# is in _scheduler_heap.pxi, its Task in _scheduler_task.pxi, schedule_many's
+# internals in _scheduler_batch.pxi, its C memory in _scheduler_memory.pxi, the
+# claim's prefetching in _scheduler_prefetch.pxi, its invariant checks in
+# _scheduler_check.pxi.
 #
-# Heap invariant (4-ary): entry k is not after any of its children
-# 4k+1 .. 4k+4 under (run_at, -priority, seq). A 4-ary heap halves the depth
-# of a binary one and keeps a node's children in one or two cache lines; pops
-# dominate a scheduler's work and measured faster with it (see benchmarks).
-
-cdef enum:
-    _ARITY = 4
 
 from time import monotonic as _monotonic
 
@@ -25,13 +22,6 @@ cdef Py_ssize_t _REBUILD_FLOOR = REBUILD_FLOOR
 cdef double _DBL_MAX = 1.7976931348623157e308
 
 
-ctypedef struct HeapEntry:
-    double run_at      # finite
-    int64_t priority   # higher runs first
-    uint64_t seq       # unique and increasing: FIFO among equal keys, and the liveness stamp
-    Py_ssize_t slot    # the id's slot; the entry is live iff pending_seq[slot] == seq
-
-
 ctypedef struct SlotState:
     uint64_t version      # newest version handed out; a pending version is always the newest
     uint64_t pending_seq  # seq of the pending version's entry; 0 when none is pending
@@ -45,45 +35,6 @@ cdef inline double _wait(double run_at, double now) noexcept nogil:
     # Distinct finite doubles never subtract to 0, but can overflow to inf.
     cdef double seconds = run_at - now
     return seconds if seconds <= _DBL_MAX else _DBL_MAX
-
-
-cdef inline bint _before(const HeapEntry* a, const HeapEntry* b) noexcept nogil:
-    if a.run_at != b.run_at:
-        return a.run_at < b.run_at
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return a.seq < b.seq
-
-
-@cython.final
-@cython.freelist(16)  # a drain frees each Task before it claims the next
-cdef class Task:
-    """One claimed version of a task: what ``Scheduler.next()`` hands out.
-
-    ``state`` is ``"running"`` until the task is finished through its scheduler
-    as ``"completed"``, ``"failed"`` (then ``exception`` holds the error) or
-    ``"cancelled"`` (released unstarted).
-    ``cancel_requested`` turns true when ``cancel()`` reaches it while it runs;
-    stopping is up to the running code. The attributes are read-only.
-    """
-    cdef readonly object task_id
-    cdef uint64_t _version
-    cdef readonly double run_at
-    cdef readonly int64_t priority
-    cdef readonly object fn
-    cdef readonly str state
-    cdef readonly bint cancel_requested
-    cdef readonly object exception
-    cdef Py_ssize_t _slot     # its id's slot while running: finishing needs no hash lookup
-
-    @property
-    def version(self):
-        """The version number, from 1 per task id."""
-        return self._version
-
-    def __repr__(self):
-        return (f"<Task {self.task_id!r} v{self._version} {self.state}"
-                f" run_at={self.run_at!r} priority={self.priority}>")
 
 
 @cython.final
@@ -169,38 +120,29 @@ cdef class Scheduler:
         the first change. Either way nothing is scheduled. O(k log n).
         """
         cdef list checked = check_iterable(items, "items")
-        cdef Py_ssize_t k, n = len(checked)
+        cdef Py_ssize_t n = len(checked)
         cdef list ids = [None] * n
         cdef list fns = [None] * n
         cdef Py_hash_t* hashes = <Py_hash_t*>PyMem_Malloc((n + 1) * sizeof(Py_hash_t))
         cdef double* times = <double*>PyMem_Malloc((n + 1) * sizeof(double))
         cdef int64_t* priorities = <int64_t*>PyMem_Malloc((n + 1) * sizeof(int64_t))
         cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+        cdef uint64_t* latest = <uint64_t*>PyMem_Malloc((n + 1) * sizeof(uint64_t))
+        cdef Py_ssize_t* firsts = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
         try:
-            if hashes == NULL or times == NULL or priorities == NULL or slots == NULL:
+            if (hashes == NULL or times == NULL or priorities == NULL or slots == NULL
+                    or latest == NULL or firsts == NULL):
                 raise MemoryError()
             # Every item is checked before the first is scheduled: all or nothing.
-            for k in range(n):
-                item = checked[k]
-                try:
-                    if type(item) is not tuple and type(item) is not list or len(item) != 4:
-                        raise TypeError
-                    task_id, run_at, priority, fn = item
-                    hashes[k] = hash(task_id)
-                    times[k] = _check_time(run_at, "run_at")
-                    priorities[k] = _check_priority(priority, "priority")
-                    _check_callable(fn, "fn")
-                except Exception:
-                    check_schedule_item(item, f"items[{k}]")  # raises, naming the field
-                    raise
-                ids[k] = task_id
-                fns[k] = fn
-            return self._schedule_many(ids, hashes, times, priorities, fns, slots)
+            _check_items(checked, ids, hashes, times, priorities, fns)
+            return _schedule_many(self, ids, hashes, times, priorities, fns, slots, latest, firsts)
         finally:
+            PyMem_Free(firsts)
             PyMem_Free(hashes)
             PyMem_Free(times)
             PyMem_Free(priorities)
             PyMem_Free(slots)
+            PyMem_Free(latest)
 
     def cancel(self, task_id):
         """cancel(task_id) -> bool
@@ -310,6 +252,41 @@ cdef class Scheduler:
         """
         self._finish(task, _COMPLETED, None)
 
+    def complete_many(self, tasks):
+        """complete_many(tasks) -> None
+
+        Finish each running task of ``tasks`` as completed, as ``complete()`` would one by one.
+
+        All or nothing: every task is checked first, and one that is not a
+        Task (TypeError naming its index), not this scheduler's running task
+        or there twice (InvalidTransition) raises before any is finished.
+        O(k) amortised: a worker that claimed a batch with ``pop_due()``
+        finishes it in one call.
+        """
+        cdef list checked = check_iterable(tasks, "tasks")
+        cdef Py_ssize_t k, marked = 0, n = len(checked)
+        cdef Task task
+        # Room for every parked version to return to the heap first: nothing below allocates
+        # unless it raises, so no finaliser can run between the checks and the changes.
+        if self._parked and self._heap_capacity - self._heap_len < n:
+            _resize_heap(self, _grown(self._heap_capacity, self._heap_len + n))
+        try:
+            for k in range(n):
+                if type(checked[k]) is not Task:
+                    raise not_a_task(checked[k], f"tasks[{k}]")
+                task = <Task>checked[k]
+                self._check_running(task)
+                if task._in_batch:
+                    raise InvalidTransition("cannot finish a task twice in one call")
+                task._in_batch = True  # a running task is in one batch at a time
+                marked += 1
+        finally:
+            for k in range(marked):
+                (<Task>checked[k])._in_batch = False
+        # Each task holds its id, so the ids that _end_run forgets free nothing here.
+        for k in range(n):
+            self._end_run(<Task>checked[k], _COMPLETED, None)
+
     def fail(self, Task task not None, exception):
         """fail(task, exception) -> None
 
@@ -370,52 +347,7 @@ cdef class Scheduler:
 
     def _check(self):
         """Assert the heap, slot and counter invariants (tests call this after each step)."""
-        cdef Py_ssize_t k, child, slot, live = 0, pending = 0, running = 0
-        cdef HeapEntry* entry
-        cdef list live_slots = []
-        self._ids._check()
-        # Heap order: no entry is before its parent.
-        for k in range(self._heap_len):
-            for child in range(_ARITY * k + 1, min(_ARITY * k + _ARITY + 1, self._heap_len)):
-                assert not _before(&self._heap[child], &self._heap[k]), "heap order"
-        # Live entries are the pending versions that are not parked, one each.
-        for k in range(self._heap_len):
-            entry = &self._heap[k]
-            if self._is_live(entry):
-                assert 0 <= entry.slot < self._ids.slot_limit(), "live entry's slot"
-                live_slots.append(entry.slot)
-        live = len(live_slots)
-        assert live == len(set(live_slots)), "one live entry a slot"
-        assert live + len(self._parked) == self._live, "pending count"
-        # The documented bound: stale entries never outnumber live ones above the floor.
-        assert self._heap_len <= max(2 * live, _REBUILD_FLOOR), "stale bound"
-        # Per slot: a known id is pending or running; a pending one has its fn.
-        assert len(self._fns) >= self._ids.slot_limit() and len(self._runs) >= self._ids.slot_limit()
-        assert self._slots_capacity >= self._ids.slot_limit()
-        for slot in range(self._ids.slot_limit()):
-            task_id = self._ids.key(slot)
-            if task_id is _FREE:
-                assert self._fns[slot] is None and self._runs[slot] is None, "free slot holds nothing"
-                continue
-            assert self._slots[slot].pending_seq or self._runs[slot] is not None, "a forgotten id is kept"
-            assert (self._fns[slot] is not None) == bool(self._slots[slot].pending_seq), "fn iff pending"
-            assert self._slots[slot].pending_seq <= self._seq, "pending seq"
-            pending += bool(self._slots[slot].pending_seq)
-            task = self._runs[slot]
-            if task is not None:
-                running += 1
-                assert task.state is _RUNNING and task.task_id is task_id, "running task"
-                assert (<Task>task)._slot == slot, "running task's slot"
-                assert (<Task>task)._version <= self._slots[slot].version, "running version"
-        assert pending == self._live and running == self._running, "counters"
-        # A parked entry is its slot's pending version, held back by a running one.
-        for slot, parked in self._parked.items():
-            assert self._slots[slot].pending_seq == parked[2], "parked entry"
-            assert self._runs[slot] is not None, "parked behind a run"
-        # The counters add up: every version handed out is pending, replaced,
-        # cancelled, running or finished.
-        assert self._seq == (self._live + self._replaced + self._cancelled + self._running
-                             + self._completed + self._failed + self._released), "version count"
+        _check_scheduler(self)
 
     # -- internals ---------------------------------------------------------
 
@@ -432,9 +364,9 @@ cdef class Scheduler:
             edits = self._edits
             slot = self._ids.find(task_id, h)
             if self._heap_len == self._heap_capacity:
-                self._resize_heap(self._heap_capacity * 2)
+                _resize_heap(self, self._heap_capacity * 2)
             if slot < 0:
-                self._reserve_slots(1)
+                _reserve_slots(self, 1)
             if edits == self._edits:
                 break
         if slot < 0:
@@ -454,71 +386,6 @@ cdef class Scheduler:
         self._push(run_at, priority, self._seq, slot)
         self._maybe_rebuild()
         return state.version
-
-    cdef list _schedule_many(self, list ids, Py_hash_t* hashes, double* times,
-                             int64_t* priorities, list fns, Py_ssize_t* slots):
-        """schedule_many() with checked items: all or nothing.
-
-        ``slots`` is scratch room for one slot an item.
-        """
-        cdef Py_ssize_t k, slot, n = len(ids), fresh
-        cdef uint64_t edits
-        cdef dict newest
-        cdef list versions, old_fns
-        cdef SlotState* state
-        while True:
-            # Allocate everything first, as _schedule() does: the versions
-            # (an id may come more than once), then room in the heap, the id
-            # table and the per-slot arrays for every id new to the scheduler.
-            # find() and the dict may run a key's __eq__, and allocating may
-            # start a collection whose finalisers call back in: then look again.
-            edits = self._edits
-            newest = {}  # task id -> (its version after its items so far, its first item)
-            versions = [None] * n
-            old_fns = [None] * n  # released on return, once the state is whole
-            fresh = 0
-            for k in range(n):
-                slot = self._ids.find(ids[k], hashes[k])
-                seen = newest.get(ids[k])
-                if seen is not None:
-                    version = seen[0] + 1
-                    slots[k] = -2 - <Py_ssize_t>seen[1]  # the slot its first item gets
-                else:
-                    version = 1 if slot < 0 else self._slots[slot].version + 1
-                    slots[k] = slot
-                    fresh += slot < 0
-                newest[ids[k]] = (version, k if seen is None else seen[1])
-                versions[k] = version
-            if self._heap_capacity - self._heap_len < n:
-                self._resize_heap(_grown(self._heap_capacity, self._heap_len + n))
-            self._reserve_slots(fresh)  # first: the table's slot limit grows next
-            self._ids.reserve(fresh)
-            if edits == self._edits:
-                break
-        # Nothing below allocates: the adds have their room.
-        for k in range(n):
-            slot = slots[k]
-            if slot < -1:
-                slot = slots[-2 - slot]  # its id's first item, already placed
-            elif slot == -1:
-                slot = self._ids.add(ids[k], hashes[k])
-                self._slots[slot].version = 0
-                self._slots[slot].pending_seq = 0
-            slots[k] = slot
-            if self._slots[slot].pending_seq:
-                old_fns[k] = self._drop_pending(slot)
-                self._replaced += 1
-            self._seq += 1
-            self._edits += 1
-            state = &self._slots[slot]
-            state.version += 1
-            state.pending_seq = self._seq
-            self._fns[slot] = fns[k]
-            self._live += 1
-            self._push(times[k], priorities[k], self._seq, slot)
-        # Once, at the end: a shrink of the heap in between would take the room back.
-        self._maybe_rebuild()
-        return versions
 
     cdef object _cancel(self, object task_id, Py_hash_t h, bint stop_running):
         """cancel() (``stop_running``) or cancel_pending() with a hashed id."""
@@ -592,7 +459,7 @@ cdef class Scheduler:
         """Pop the root, a pending version whose id is idle, as the running ``task``."""
         cdef HeapEntry head = self._heap[0]
         cdef Py_ssize_t slot = head.slot
-        self._prefetch_next_claim(slot)
+        _prefetch_next_claim(self, slot)
         self._pop()
         self._edits += 1
         task.task_id = self._ids.key(slot)
@@ -608,41 +475,8 @@ cdef class Scheduler:
         self._live -= 1
         self._running += 1
         self._maybe_rebuild()
-        self._prefetch_head_objects()
+        _prefetch_head_objects(self)
         return task
-
-    # At a million tasks every read of a claim misses the caches: the head's
-    # slot state, its list items and hash, then the id and fn objects those
-    # point to, and at complete() its id's bucket. A drain claims the next
-    # head soon after, so each claim starts loading the next one's data in two
-    # steps: the slot's own data while the pop runs, then what it points to.
-
-    cdef inline void _prefetch_next_claim(self, Py_ssize_t slot) noexcept:
-        """Before popping ``slot``'s entry: load its id's bucket and the likely next head's slot data."""
-        cdef Py_ssize_t child, best = 1
-        self._ids.prefetch(slot)  # complete() reads its bucket; its hash is cached by now
-        if self._heap_len < 2:
-            return
-        # The root's best child is what the pop usually moves up.
-        for child in range(2, min(_ARITY + 1, self._heap_len)):
-            if _before(&self._heap[child], &self._heap[best]):
-                best = child
-        slot = self._heap[best].slot
-        PYSCHED_PREFETCH(&self._slots[slot])
-        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
-        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._runs)[slot])
-        PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._ids.keys)[slot])
-        PYSCHED_PREFETCH(&self._ids.hashes[slot])
-
-    cdef inline void _prefetch_head_objects(self) noexcept:
-        """After the pop: load the id and fn objects of the new head."""
-        # Reads what _prefetch_next_claim loaded: if it has not arrived, this
-        # waits for what the next claim would have waited for anyway.
-        cdef Py_ssize_t slot
-        if self._heap_len:
-            slot = self._heap[0].slot
-            PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._ids.keys)[slot])
-            PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._fns)[slot])
 
     cdef object _drop_pending(self, Py_ssize_t slot):
         """Forget the pending version of ``slot``; return its fn, for the caller to drop last.
@@ -663,28 +497,12 @@ cdef class Scheduler:
         self._edits += 1
         task_id = self._ids.remove(slot)
         if self._ids.shrink():
-            self._fit_slots()
+            _fit_slots(self)
         return task_id
 
-    cdef void _fit_slots(self) noexcept:
-        """Cut the per-slot arrays down to the id table's slots, which just shrank.
-
-        The cut slots are free: their fns and runs are None, their states
-        pending nothing. The lists are cut as far as memory allows.
-        """
-        cdef Py_ssize_t n = self._ids.slot_limit()
-        try:
-            del self._fns[n:]
-            del self._runs[n:]
-        except MemoryError:
-            pass  # longer than needed is still whole
-        self._slots_capacity = _fitted(<void**>&self._slots, self._slots_capacity, n,
-                                       sizeof(SlotState))
-
-    cdef int _finish(self, Task task, str state, object exception) except -1:
+    cdef int _check_running(self, Task task) except -1:
+        """Raise InvalidTransition unless ``task`` is this scheduler's running task."""
         cdef Py_ssize_t slot = task._slot
-        cdef object old_id = None  # released on return, once the state is whole
-        cdef object key
         # A task is this scheduler's running one only if its slot holds it; a
         # task of another scheduler may carry any slot number, so check the range.
         if (task.state is not _RUNNING or slot >= len(self._runs)
@@ -692,6 +510,18 @@ cdef class Scheduler:
             raise InvalidTransition(
                 f"cannot finish task {task.task_id!r} version {task._version}: it is "
                 f"{task.state}" + ("" if task.state is not _RUNNING else " in another scheduler"))
+        return 0
+
+    cdef int _finish(self, Task task, str state, object exception) except -1:
+        self._check_running(task)
+        self._end_run(task, state, exception)  # the id it forgets is released on return
+        return 0
+
+    cdef object _end_run(self, Task task, str state, object exception):
+        """Finish ``task``, this scheduler's running task; return the id it forgot (or None)."""
+        cdef Py_ssize_t slot = task._slot
+        cdef object old_id = None
+        cdef object key
         # Whatever may allocate comes before the first change, so a MemoryError
         # leaves everything as it was: boxing the slot number for the dict, and
         # heap room for a parked version. No collection starts here: boxing an
@@ -701,7 +531,7 @@ cdef class Scheduler:
             key = slot
             parked = self._parked.get(key)
         if parked is not None and self._heap_len == self._heap_capacity:
-            self._resize_heap(self._heap_capacity * 2)
+            _resize_heap(self, self._heap_capacity * 2)
         task.state = state
         task.exception = exception
         self._runs[slot] = None  # the caller still holds task
@@ -718,42 +548,7 @@ cdef class Scheduler:
             self._push(parked[0], parked[1], parked[2], slot)
         elif not self._slots[slot].pending_seq:
             old_id = self._forget(slot)
-        return 0
-
-    cdef int _reserve_slots(self, Py_ssize_t n) except -1:
-        """Grow the per-slot arrays to cover the next ``n`` slots the id table may hand out.
-
-        Called before the table changes, so a MemoryError leaves everything as it was.
-        """
-        cdef Py_ssize_t end = self._ids.slot_limit() + n
-        cdef Py_ssize_t old = self._slots_capacity
-        if end > old:
-            _grow(<void**>&self._slots, _grown(old, end), sizeof(SlotState))
-            self._slots_capacity = _grown(old, end)
-            # A stale heap entry may name a slot past the old end: it must read as pending nothing.
-            memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
-        while len(self._fns) < end:
-            self._fns.append(None)
-        while len(self._runs) < end:
-            self._runs.append(None)
-        return 0
-
-    cdef int _resize_heap(self, Py_ssize_t n) except -1:
-        # A node's four children are 128 bytes, two cache lines if they start
-        # on a line and three if not. Children start at entries 1, 5, 9, ...,
-        # so the heap begins 32 bytes before a line: the block has room to
-        # shift it there, and its data moves if a realloc changes the shift.
-        cdef size_t old_shift = <char*>self._heap - <char*>self._heap_block
-        cdef size_t shift
-        n = max(16, n)
-        _grow(&self._heap_block, n * sizeof(HeapEntry) + 64, 1)
-        shift = (32 - <size_t>self._heap_block) & 63
-        if self._heap_len and shift != old_shift:
-            memmove(<char*>self._heap_block + shift, <char*>self._heap_block + old_shift,
-                    self._heap_len * sizeof(HeapEntry))
-        self._heap = <HeapEntry*>(<char*>self._heap_block + shift)
-        self._heap_capacity = n
-        return 0
+        return old_id
 
     cdef inline void _push(self, double run_at, int64_t priority, uint64_t seq,
                            Py_ssize_t slot) noexcept:
@@ -766,54 +561,14 @@ cdef class Scheduler:
         item.slot = slot
         self._heap[self._heap_len] = item
         self._heap_len += 1
-        self._sift_up(0, self._heap_len - 1)
+        _sift_up(self._heap, 0, self._heap_len - 1)
 
     cdef inline void _pop(self) noexcept:
         # Precondition: _heap_len > 0. Drops the root.
         self._heap_len -= 1
         if self._heap_len:
             self._heap[0] = self._heap[self._heap_len]
-            self._sift_down(0)
-
-    cdef void _sift_up(self, Py_ssize_t start, Py_ssize_t pos) noexcept:
-        # Precondition: the heap invariant holds everywhere except between
-        # ``pos`` and its ancestors up to ``start``.
-        cdef HeapEntry item = self._heap[pos]
-        cdef Py_ssize_t parent
-        while pos > start:
-            parent = (pos - 1) // _ARITY
-            if not _before(&item, &self._heap[parent]):
-                break
-            self._heap[pos] = self._heap[parent]
-            pos = parent
-        self._heap[pos] = item
-
-    cdef void _sift_down(self, Py_ssize_t pos) noexcept:
-        # Precondition: every subtree below ``pos`` is a heap.
-        # Floyd's bottom-up variant, as in heapq: walk the hole down to a leaf
-        # along the best children, then sift the item back up. The moved item
-        # is usually a late one that belongs near the leaves, so this saves the
-        # comparison with it at every level.
-        cdef HeapEntry item = self._heap[pos]
-        cdef Py_ssize_t start = pos
-        cdef Py_ssize_t n = self._heap_len
-        cdef Py_ssize_t first, best, child, last, grandchild
-        while True:
-            first = _ARITY * pos + 1
-            if first >= n:
-                break
-            best = first
-            last = min(first + _ARITY, n)
-            # The next level's blocks: start loading them while this one is compared.
-            for grandchild in range(_ARITY * first + 1, min(_ARITY * last + 1, n), 2):
-                PYSCHED_PREFETCH(&self._heap[grandchild])  # two 32-byte entries a line
-            for child in range(first + 1, last):
-                if _before(&self._heap[child], &self._heap[best]):
-                    best = child
-            self._heap[pos] = self._heap[best]
-            pos = best
-        self._heap[pos] = item
-        self._sift_up(start, pos)
+            _sift_down(self._heap, self._heap_len, 0)
 
     cdef void _maybe_rebuild(self) noexcept:
         """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1).
@@ -824,7 +579,7 @@ cdef class Scheduler:
         cdef Py_ssize_t k, kept = 0
         if self._heap_len <= _REBUILD_FLOOR or self._heap_len - heap_live <= heap_live:
             if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
-                self._shrink_heap()
+                _shrink_heap(self)
             return
         for k in range(self._heap_len):
             if self._is_live(&self._heap[k]):
@@ -833,16 +588,8 @@ cdef class Scheduler:
         self._stale_discarded += self._heap_len - kept
         self._heap_len = kept
         for k in range((kept - 2) // _ARITY, -1, -1):
-            self._sift_down(k)
+            _sift_down(self._heap, self._heap_len, k)
         self._edits += 1
         self._rebuilds += 1
         if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
-            self._shrink_heap()
-
-    cdef void _shrink_heap(self) noexcept:
-        # To half full, so an oscillating load does not resize at every step;
-        # if the allocator cannot move it, the heap stays as it is.
-        try:
-            self._resize_heap(max(16, self._heap_len * 2))
-        except MemoryError:
-            pass
+            _shrink_heap(self)

@@ -30,7 +30,7 @@ from typing import Any
 
 from pysched import _bounded_queue_py, _scheduler_py
 
-FREELIST_DRAIN = 64  # more than any freelist of the core holds
+FREELIST_DRAIN = 128  # more than any freelist of the core holds
 
 
 class Report:

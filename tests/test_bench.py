@@ -27,7 +27,13 @@ from pysched.bench import baselines, draining, growth, plot, progress, report, s
 from pysched.bench._timing import measure, measure_in_turns
 from pysched.bench.bounded_baselines import COMPACT_FLOOR, TwoHeapsQueue
 from pysched.bench.bounded_workloads import churn_queue
-from pysched.bench.competitors import CORE, Competitor, core_available, drain_baseline
+from pysched.bench.competitors import (
+    CORE,
+    Competitor,
+    core_available,
+    drain_baseline,
+    drain_versioned,
+)
 from pysched.bench.workloads import WORKLOADS, Workload, run_order
 
 TINY = ["--sizes", "20,200", "--quiet"]
@@ -245,6 +251,8 @@ class LastInFirstOut(baselines.HeapqTuples):
                  fn: Callable[[], Any]) -> None:
         heappush(self._heap, (run_at, -priority, -next(self._counter), fn))
 
+    schedule_many = baselines.schedule_each
+
 
 def test_verify_catches_a_competitor_that_reorders() -> None:
     broken = Competitor("lifo", "LIFO", LastInFirstOut, drain_baseline)
@@ -280,10 +288,14 @@ def test_baselines_replace_and_cancel_like_the_core(cls: type) -> None:
 
 # --- the main baselines give the core's results on the same inputs ---------------------------
 
+scheduler_item = st.tuples(st.integers(0, 30), st.integers(0, 20), st.integers(0, 3))
 scheduler_ops = st.lists(st.one_of(
-    st.tuples(st.just("schedule"), st.integers(0, 30), st.integers(0, 20), st.integers(0, 3)),
+    st.tuples(st.just("schedule"), scheduler_item),
+    st.tuples(st.just("schedule_many"), st.lists(scheduler_item, max_size=80)),
     st.tuples(st.just("cancel"), st.integers(0, 30)),
-    st.tuples(st.just("next"), st.integers(0, 4))), max_size=400)
+    st.tuples(st.just("next"), st.integers(0, 4)),
+    st.tuples(st.just("pop_due"), st.integers(0, 4), st.none() | st.integers(0, 5))),
+    max_size=300)
 
 
 # impl is a module, the same for every example.
@@ -291,29 +303,78 @@ scheduler_ops = st.lists(st.one_of(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=scheduler_ops)
 def test_heapq_versioned_claims_what_the_core_claims(impl: Any, ops: list[tuple[Any, ...]]) -> None:
-    """Every call answers as the core does; a claimed task is completed at once."""
+    """Every call answers as the core does; a claimed task is completed at once.
+
+    Batches too: ``schedule_many`` (heapified or pushed, ids repeated within a
+    batch or already pending) and ``pop_due`` claim what the core claims.
+    """
     core, plain = impl.Scheduler(), baselines.HeapqVersioned()
     now = 0.0
+
+    def same_claim(task: Any, entry: Any) -> None:
+        run_at, neg_priority, _, task_id, fn = entry
+        assert (task.task_id, task.run_at, task.priority, task.fn) == (
+            task_id, run_at, -neg_priority, fn)
+        core.complete(task)
+
     for step, (op, *args) in enumerate(ops):
         if op == "schedule":
-            task_id, run_at, priority = args
+            task_id, run_at, priority = args[0]
             fn = partial(int, step)  # tells the versions apart
             core.schedule(task_id, float(run_at), priority, fn)
             plain.schedule(task_id, float(run_at), priority, fn)
+        elif op == "schedule_many":
+            items = [(task_id, float(run_at), priority, partial(int, step, k))
+                     for k, (task_id, run_at, priority) in enumerate(args[0])]
+            core.schedule_many(items)
+            plain.schedule_many(items)
         elif op == "cancel":
             assert core.cancel(args[0]) == plain.cancel(args[0])
-        else:
+        elif op == "next":
             now += args[0]
             task, entry = core.next(now), plain.next(now)
             if isinstance(task, impl.Task):
                 assert isinstance(entry, tuple)
-                run_at, neg_priority, _, task_id, fn = entry
-                assert (task.task_id, task.run_at, task.priority, task.fn) == (
-                    task_id, run_at, -neg_priority, fn)
-                core.complete(task)
+                same_claim(task, entry)
             else:
                 assert task == entry  # the same wait, or None for both
+        else:
+            now += args[0]
+            tasks, entries = core.pop_due(now, args[1]), plain.pop_due(now, args[1])
+            assert len(tasks) == len(entries)
+            for task, entry in zip(tasks, entries, strict=True):
+                same_claim(task, entry)
         assert len(core) == len(plain)
+
+
+@pytest.mark.parametrize("cls", [baselines.HeapqScheduler, baselines.HeapqVersioned,
+                                 baselines.HeapqTuples, baselines.SchedScheduler,
+                                 baselines.PriorityQueueScheduler,
+                                 baselines.SortedListScheduler])
+@pytest.mark.parametrize("pending", [0, 5, 50])
+def test_schedule_many_runs_what_schedule_one_by_one_runs(cls: type, pending: int) -> None:
+    """A batch, heapified or pushed, replaces and orders exactly as its items one by one."""
+    if cls is baselines.SortedListScheduler:
+        pytest.importorskip("sortedcontainers")
+    replaces = cls is not baselines.HeapqTuples  # plain tuples keep no ids
+    ran: dict[str, list[int]] = {"batch": [], "loop": []}
+    for way in ran:
+        sched = cls()
+        record = ran[way].append
+        for i in range(pending):
+            sched.schedule(i, float(i % 7), i % 3, partial(record, 1_000 + i))
+        items = [((i * 7) % 40 if replaces else i, float(i % 5), i % 2, partial(record, i))
+                 for i in range(30)]
+        if way == "batch":
+            sched.schedule_many(items)
+        else:
+            for item in items:
+                sched.schedule(*item)
+        if isinstance(sched, baselines.HeapqVersioned):
+            drain_versioned(sched)
+        else:
+            sched.drain()
+    assert ran["batch"] == ran["loop"] and ran["batch"]
 
 
 def test_heapq_versioned_rebuilds_when_stale_entries_outnumber_live_ones() -> None:
@@ -390,8 +451,6 @@ def drain_backwards(sched: Any) -> None:
 
 
 def test_drain_verify_catches_a_drain_that_reorders() -> None:
-    from pysched.bench.competitors import drain_versioned
-
     honest = ("v", "honest", baselines.HeapqVersioned, drain_versioned)
     backwards = ("b", "backwards", baselines.HeapqVersioned, drain_backwards)
     draining.verify([honest, honest], 50)

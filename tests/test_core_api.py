@@ -1,4 +1,4 @@
-"""peek(), cancel_pending(), release(), schedule_many() and pop_due(), on the core and the twin.
+"""peek(), cancel_pending(), release() and the batch calls, on the core and the twin.
 
 The batch calls are checked against the single calls as their model: the same
 inputs through ``schedule()``/``next()`` on a second scheduler give the same
@@ -282,3 +282,62 @@ def test_pop_due_bad_arguments_change_nothing(impl, now, limit, error, match):
     with pytest.raises(error, match=match):
         s.pop_due(now, limit)
     assert s.stats() == before and s.state("a") == "pending"
+
+
+# -- complete_many ---------------------------------------------------------------
+
+
+def running_mix(impl):
+    """A scheduler with five running tasks: one with a newer version parked, one cancelled."""
+    s = impl.Scheduler()
+    s.schedule_many([(i, float(i), 0, noop) for i in range(6)])
+    tasks = s.pop_due(now=4.0)
+    s.schedule(1, 0.5, 0, noop)  # parked behind the running version
+    s.cancel(2)  # cancel requested while it runs
+    return s, tasks
+
+
+def test_complete_many_is_complete_in_a_loop(impl):
+    batch, batch_tasks = running_mix(impl)
+    single, single_tasks = running_mix(impl)
+    batch.complete_many(batch_tasks[1:])
+    for task in single_tasks[1:]:
+        single.complete(task)
+    assert batch.stats() == single.stats() and batch.stats()["completed"] == 4
+    assert [t.state for t in batch_tasks] == ["running"] + ["completed"] * 4
+    assert [batch.state(i) for i in range(6)] == [single.state(i) for i in range(6)]
+    assert [t.task_id for t in batch.pop_due(9.0)] == [t.task_id for t in single.pop_due(9.0)]
+    batch.complete_many([])  # nothing to do
+    batch._check()
+
+
+@pytest.mark.parametrize(("bad", "error", "match"), [
+    ("not a task", TypeError, r"tasks\[2\] must be a Task"),
+    ("again", InvalidTransition, "twice"),
+    ("finished", InvalidTransition, "completed"),
+    ("other", InvalidTransition, "another scheduler"),
+])
+def test_complete_many_checks_every_task_first(impl, bad, error, match):
+    s, tasks = running_mix(impl)
+    other, other_tasks = running_mix(impl)
+    batch = tasks[:2]
+    if bad == "not a task":
+        batch.append(object())
+    elif bad == "again":
+        batch.append(tasks[0])
+    elif bad == "finished":
+        s.complete(tasks[4])
+        batch.append(tasks[4])
+    else:
+        batch.append(other_tasks[3])
+    before = s.stats()
+    with pytest.raises(error, match=match):
+        s.complete_many(batch)
+    assert s.stats() == before and [t.state for t in tasks[:4]] == ["running"] * 4
+    s._check()
+
+
+def test_complete_many_names_a_non_iterable(impl):
+    s = impl.Scheduler()
+    with pytest.raises(TypeError, match="tasks"):
+        s.complete_many(3)

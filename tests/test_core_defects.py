@@ -260,6 +260,21 @@ def test_stale_entries_of_cut_slots_stay_stale(impl):
     s._check()
 
 
+def test_a_claim_reads_nothing_past_the_cut_slots(impl):
+    """Core: after a claim, a stale head naming a cut slot was read past the id table's
+    keys (its prefetch). Only a bounds-checking build sees the read: scripts/sanitize.sh."""
+    s = impl.Scheduler()
+    s.schedule(0, 0.0, 0, noop)
+    for i in range(1, 60):  # 59, 58, ... 10 come next after 0, then turn stale
+        s.schedule(i, 5.0 if i < 10 else 2.0 - i / 100, 0, noop)
+    for i in range(59, 9, -1):
+        s.cancel(i)  # the id table shrinks: slots 10 and up are cut
+    assert s.stats()["stale"] == 50
+    assert s.next(10.0).task_id == 0  # the new head names a cut slot
+    s._check()
+    assert drain_ids(s) == list(range(1, 10))
+
+
 # -- schedule_many is all or nothing ------------------------------------------
 
 

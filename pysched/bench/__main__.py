@@ -27,7 +27,7 @@ from . import (
     runtime,
     scheduling,
 )
-from .competitors import CORE, VERSIONED, core_available
+from .competitors import BATCH, CORE, VERSIONED, core_available
 from .plan import Keep, Row, Step, keep_all, run_steps
 from .progress import Progress
 from .workloads import WORKLOADS
@@ -139,7 +139,7 @@ def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
     if drain:
         blocks.append(report.speedup_table(
             drain, f"drain: claim, run and complete {drain[0]['size']:,} due tasks; speedup"
-            f" against the core's pop_due({draining.BATCH}), {draining.BATCH} tasks a call", "n"))
+            f" against the core's pop_due({BATCH}), {BATCH} tasks a call", "n"))
     blocks += [report.memory_table(pick(memory.SECTION, "memory")),
                report.throughput_table(pick(runtime.SECTION, "throughput")),
                report.lateness_table(pick(runtime.SECTION, "lateness")),

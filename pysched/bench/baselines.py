@@ -3,12 +3,19 @@
 Each baseline has the core's ordering (earliest ``run_at``, then the higher
 ``priority``, then submission order) and the same small surface the workloads
 use: ``schedule(task_id, run_at, priority, fn)`` (scheduling an id again
-replaces its pending task), ``cancel(task_id) -> bool``, and either
-``next(now)`` (``HeapqVersioned``, claimed one by one as from the core) or
-``drain()``, which runs every pending task in order and calls its ``fn``.
-None of them has pysched's running state, parked runs or argument checks:
-they are the honest minimum a user would write for these workloads, so the
-comparison flatters them if anything.
+replaces its pending task), ``schedule_many(items)`` (each ``(task_id,
+run_at, priority, fn)`` in order, as ``schedule`` would one by one),
+``cancel(task_id) -> bool``, and either ``next(now)`` and ``pop_due(now,
+limit)`` (``HeapqVersioned``, claimed as from the core) or ``drain()``, which
+runs every pending task in order and calls its ``fn``. None of them has
+pysched's running state, parked runs or argument checks: they are the honest
+minimum a user would write for these workloads, so the comparison flatters
+them if anything.
+
+``schedule_many`` is the batch a user would write for each: the heapq ones
+append the whole batch and ``heapify`` when the batch outnumbers the heap
+(O(n + k) instead of k pushes), else push each; the others, which have no
+cheaper bulk path, loop over ``schedule``.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import itertools
 import math
 import queue
 import sched
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from functools import partial
 from heapq import heapify, heappop, heappush
 from typing import Any
@@ -36,6 +43,25 @@ REBUILD_FLOOR = 64
 
 # The heapq documentation's placeholder for a removed task.
 REMOVED = "<removed-task>"
+
+Item = tuple[Hashable, float, int, Callable[[], Any]]  # (task_id, run_at, priority, fn)
+
+
+def schedule_each(sched: Any, items: Iterable[Item]) -> None:
+    """``schedule_many`` for a baseline with no bulk path: ``schedule`` each item in order."""
+    schedule = sched.schedule
+    for task_id, run_at, priority, fn in items:
+        schedule(task_id, run_at, priority, fn)
+
+
+def push_all(heap: list[Any], entries: list[Any]) -> None:
+    """Add ``entries`` to ``heap``: appended and heapified if they outnumber it, else pushed."""
+    if len(entries) > len(heap):
+        heap += entries
+        heapify(heap)
+    else:
+        for entry in entries:
+            heappush(heap, entry)
 
 
 class _EntryFinder:
@@ -64,6 +90,8 @@ class _EntryFinder:
         self._entry_finder[task_id] = entry
         self._put(entry)
 
+    schedule_many = schedule_each
+
     def cancel(self, task_id: Hashable) -> bool:
         entry = self._entry_finder.pop(task_id, None)
         if entry is None:
@@ -78,6 +106,16 @@ class HeapqScheduler(_EntryFinder):
     def __init__(self) -> None:
         self._heap: list[list[Any]] = []
         super().__init__(partial(heappush, self._heap))
+
+    def schedule_many(self, items: Iterable[Item]) -> None:
+        entry_finder, counter, entries = self._entry_finder, self._counter, []
+        for task_id, run_at, priority, fn in items:
+            old = entry_finder.get(task_id)
+            if old is not None:
+                old[3] = REMOVED
+            entry_finder[task_id] = entry = [run_at, -priority, next(counter), task_id, fn]
+            entries.append(entry)
+        push_all(self._heap, entries)
 
     def drain(self) -> None:
         heap, entry_finder = self._heap, self._entry_finder
@@ -127,6 +165,20 @@ class HeapqVersioned:
             self._maybe_rebuild()
         return seq
 
+    def schedule_many(self, items: Iterable[Item]) -> list[int]:
+        """``schedule`` each item in order, the heap filled once; their versions."""
+        version_of, seq, entries = self._version_of, self._seq, []
+        live = len(version_of)
+        for task_id, run_at, priority, fn in items:
+            seq += 1
+            version_of[task_id] = seq
+            entries.append((run_at, -priority, seq, task_id, fn))
+        self._seq = seq
+        push_all(self._heap, entries)
+        if len(version_of) - live < len(entries):  # some replaced: stale entries left
+            self._maybe_rebuild()
+        return [entry[2] for entry in entries]
+
     def cancel(self, task_id: Hashable) -> bool:
         """Drop the pending version of ``task_id``; False if there is none."""
         if self._version_of.pop(task_id, None) is None:
@@ -147,6 +199,22 @@ class HeapqVersioned:
             del version_of[entry[3]]
             return heappop(heap)
         return None
+
+    def pop_due(self, now: float, limit: int | None = None) -> list[VersionedEntry]:
+        """Claim up to ``limit`` due entries (all when None), in ``next()`` order."""
+        heap, version_of, due = self._heap, self._version_of, []
+        left = -1 if limit is None else limit
+        while heap and left:
+            entry = heap[0]
+            if version_of.get(entry[3]) != entry[2]:
+                heappop(heap)  # stale: replaced or cancelled
+                continue
+            if entry[0] > now:
+                break
+            del version_of[entry[3]]
+            due.append(heappop(heap))
+            left -= 1
+        return due
 
     def _maybe_rebuild(self) -> None:
         heap, live = self._heap, len(self._version_of)
@@ -170,6 +238,11 @@ class HeapqTuples:
     def schedule(self, task_id: Hashable, run_at: float, priority: int,
                  fn: Callable[[], Any]) -> None:
         heappush(self._heap, (run_at, -priority, next(self._counter), fn))
+
+    def schedule_many(self, items: Iterable[Item]) -> None:
+        counter = self._counter
+        push_all(self._heap, [(run_at, -priority, next(counter), fn)
+                              for _, run_at, priority, fn in items])
 
     def cancel(self, task_id: Hashable) -> bool:
         raise NotImplementedError("plain tuples keep no ids: use HeapqScheduler")
@@ -207,6 +280,8 @@ class SchedScheduler:
         if old is not None:
             self._sched.cancel(old)
         self._events[task_id] = self._sched.enterabs(run_at, -priority, fn)
+
+    schedule_many = schedule_each
 
     def cancel(self, task_id: Hashable) -> bool:
         event = self._events.pop(task_id, None)
@@ -270,6 +345,8 @@ class SortedListScheduler:
         self._key_of[task_id] = key
         self._entry_of[key] = (task_id, fn)
         self._keys.add(key)
+
+    schedule_many = schedule_each
 
     def cancel(self, task_id: Hashable) -> bool:
         key = self._key_of.pop(task_id, None)

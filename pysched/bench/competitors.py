@@ -1,10 +1,13 @@
 """The schedulers compared, each behind the same three calls.
 
-A ``Competitor`` makes a fresh scheduler with ``schedule`` and ``cancel``
-and knows how to drain it. The core and the twin are used through their own
-API (``next``/``complete``); the baselines through theirs (see baselines.py).
-The first baseline, "heapq, versioned", is the one the report leads with:
-the core's algorithm written plainly in Python, claimed by ``next()`` too.
+A ``Competitor`` makes a fresh scheduler with ``schedule``,
+``schedule_many`` and ``cancel`` and knows how to drain it. The core and the
+twin are drained through their own API: ``pop_due`` in batches of BATCH
+tasks, each task called, then the batch completed with ``complete_many``;
+the baselines through theirs (see
+baselines.py). The first baseline, "heapq, versioned", is the one the report
+leads with: the core's algorithm written plainly in Python, drained by its
+own ``pop_due`` in the same batches.
 """
 
 from __future__ import annotations
@@ -23,6 +26,34 @@ VERSIONED = "versioned"  # the main baseline: the core's algorithm in heapq and 
 # per run on a 2-core machine. Workloads that cancel or replace give it at
 # most this many tasks (config.py picks a lower cap for quick runs).
 SCHED_CANCEL_CAP = 10_000
+
+
+# Tasks claimed per pop_due call when draining: a worker's batch.
+BATCH = 64
+
+
+def drain_pop_due(sched: Any, limit: int | None = BATCH) -> None:
+    """Claim every due task of a core or twin Scheduler with ``pop_due``, ``limit`` at a time
+    (all at once when None); run each, then complete the batch with ``complete_many``."""
+    pop_due, complete_many = sched.pop_due, sched.complete_many
+    while True:
+        tasks = pop_due(1e300, limit)  # far past every run_at: all pending tasks are due
+        if not tasks:
+            return
+        for task in tasks:
+            task.fn()
+        complete_many(tasks)
+
+
+def drain_versioned_pop_due(sched: Any) -> None:
+    """Claim and run every entry of a HeapqVersioned with its ``pop_due``, BATCH at a time."""
+    pop_due = sched.pop_due
+    while True:
+        entries = pop_due(1e300, BATCH)
+        if not entries:
+            return
+        for entry in entries:
+            entry[4]()
 
 
 def drain_scheduler(sched: Any) -> None:
@@ -97,10 +128,11 @@ def scheduler_competitors(sched_cancel_cap: int = SCHED_CANCEL_CAP) -> list[Comp
     if core_available():
         from pysched._core import Scheduler as CoreScheduler
 
-        found.append(Competitor(CORE, "pysched", CoreScheduler, drain_scheduler))
+        found.append(Competitor(CORE, "pysched", CoreScheduler, drain_pop_due))
     found += [
-        Competitor(VERSIONED, "heapq, versioned", baselines.HeapqVersioned, drain_versioned),
-        Competitor("py", "pure twin", PureScheduler, drain_scheduler),
+        Competitor(VERSIONED, "heapq, versioned", baselines.HeapqVersioned,
+                   drain_versioned_pop_due),
+        Competitor("py", "pure twin", PureScheduler, drain_pop_due),
         Competitor("heapq", "heapq, entry finder", baselines.HeapqScheduler, drain_baseline,
                    make_simple=baselines.HeapqTuples),
         Competitor("sched", "sched", baselines.SchedScheduler, drain_baseline,

@@ -2,11 +2,12 @@
 
 A scheduler holding n due tasks (random times and priorities, scheduled
 before the clock starts) is drained to empty: every task claimed, called and
-completed. The core drains with ``pop_due(now, BATCH)`` (a worker's batch:
-the figure the others are compared with), with a loop of ``next()``, and
-with ``pop_due(now)`` (every due task in one call, so all n Task objects
-live at once); the twin with ``pop_due(now, BATCH)``; "heapq, versioned"
-with its ``next()``. Before timing, every way must run the same tasks in the same
+completed. The core drains with ``pop_due(now, BATCH)`` (a worker's batch,
+run and then finished with ``complete_many``: the figure the others are
+compared with), with a loop of ``next()`` and ``complete()``, and with
+``pop_due(now)`` (every due task in one call, so all n Task objects live at
+once); the twin with ``pop_due(now, BATCH)``; "heapq, versioned" with its
+``next()``. Before timing, every way must run the same tasks in the same
 order. Where the core has no ``pop_due`` the section says so and times
 nothing.
 """
@@ -18,26 +19,21 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from .competitors import CORE, VERSIONED, core_available, drain_scheduler, drain_versioned
+from .competitors import (
+    BATCH,
+    CORE,
+    VERSIONED,
+    core_available,
+    drain_pop_due,
+    drain_scheduler,
+    drain_versioned,
+)
 from .plan import Keep, Row, Step, Timed, keep_all, timed_group
 from .scheduling import Disagreement
 from .workloads import Drain, Fns, Make, noop
 
 SECTION = "drain"
-BATCH = 64  # tasks claimed per pop_due call in the batched drain
 VERIFY_N = 2_000
-
-
-def drain_pop_due(sched: Any, limit: int | None = None) -> None:
-    """Claim every due task with ``pop_due``, ``limit`` at a time; run and complete each."""
-    pop_due, complete = sched.pop_due, sched.complete
-    while True:
-        tasks = pop_due(1e300, limit)
-        if not tasks:
-            return
-        for task in tasks:
-            task.fn()
-            complete(task)
 
 
 def drainers() -> list[tuple[str, str, Make, Drain]]:
@@ -57,7 +53,7 @@ def drainers() -> list[tuple[str, str, Make, Drain]]:
     return [
         (CORE, f"pysched, pop_due({BATCH})", CoreScheduler, partial(drain_pop_due, limit=BATCH)),
         ("c_next", "pysched, next()", CoreScheduler, drain_scheduler),
-        ("c_all", "pysched, pop_due(all)", CoreScheduler, drain_pop_due),
+        ("c_all", "pysched, pop_due(all)", CoreScheduler, partial(drain_pop_due, limit=None)),
         (VERSIONED, "heapq, versioned, next()", HeapqVersioned, drain_versioned),
         ("py", f"pure twin, pop_due({BATCH})", PureScheduler, partial(drain_pop_due, limit=BATCH)),
     ]

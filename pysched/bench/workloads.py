@@ -3,10 +3,15 @@
 Each workload is a function ``(make, drain, n, seed, fns) -> run``: inputs
 are drawn before the clock starts, so only scheduler work is timed, and
 ``run()`` does the work on a fresh ``make()`` scheduler and returns the
-number of operations: calls to ``schedule`` and ``cancel`` plus tasks run
-(each one claimed, called and completed). ``fns[i]`` is the function of task
-id ``i``: ``noop`` when timing, a recorder when checking that every
-competitor runs the same tasks in the same order.
+number of operations: tasks scheduled and cancelled plus tasks run (each one
+claimed, called and completed). ``fns[i]`` is the function of task id ``i``:
+``noop`` when timing, a recorder when checking that every competitor runs
+the same tasks in the same order.
+
+Tasks known together are scheduled together, with ``schedule_many(items)``,
+as a user holding a batch would; the items are built before the clock
+starts. Every competitor has ``schedule_many`` (baselines.py gives each the
+batch a user would write for it), so all do the same calls.
 """
 
 from __future__ import annotations
@@ -37,14 +42,14 @@ def composite_inputs(n: int, seed: int) -> tuple[list[float], list[int], list[in
 def composite(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
     """Schedule n tasks, re-schedule 10% sooner, cancel another 10%, run the rest."""
     times, priorities, replaced, cancelled = composite_inputs(n, seed)
+    first = [(i, times[i], priorities[i], fns[i]) for i in range(n)]
+    sooner = [(i, times[i] * 0.5, 0, fns[i]) for i in replaced]
 
     def run() -> int:
         sched = make()
-        schedule, cancel = sched.schedule, sched.cancel
-        for i in range(n):
-            schedule(i, times[i], priorities[i], fns[i])
-        for i in replaced:
-            schedule(i, times[i] * 0.5, 0, fns[i])
+        sched.schedule_many(first)
+        sched.schedule_many(sooner)
+        cancel = sched.cancel
         for i in cancelled:
             cancel(i)
         drain(sched)
@@ -61,12 +66,12 @@ def cancel_heavy(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Calla
     rng = random.Random(seed)
     times = [1.0 + rng.random() for _ in range(n)]  # all within one "second"
     cancelled = rng.sample(range(n), n - n // 10)
+    armed = [(i, times[i], 0, fns[i]) for i in range(n)]
 
     def run() -> int:
         sched = make()
-        schedule, cancel = sched.schedule, sched.cancel
-        for i in range(n):
-            schedule(i, times[i], 0, fns[i])
+        sched.schedule_many(armed)
+        cancel = sched.cancel
         for i in cancelled:
             cancel(i)
         drain(sched)
@@ -79,7 +84,8 @@ def replace_heavy(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Call
     """n schedule calls over n/10 ids: each id re-armed ten times on average, then run.
 
     Keep-alive timers pushed back on every message: every re-schedule leaves
-    a stale entry behind in a lazy-deletion heap.
+    a stale entry behind in a lazy-deletion heap. Messages come one at a
+    time, so this workload schedules one call at a time.
     """
     rng = random.Random(seed)
     ids = max(1, n // 10)
@@ -101,12 +107,11 @@ def replace_heavy(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Call
 
 def equal_keys(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
     """n tasks with the same run_at and priority: they must run first in, first out."""
+    items = [(i, 1.0, 0, fns[i]) for i in range(n)]
 
     def run() -> int:
         sched = make()
-        schedule = sched.schedule
-        for i in range(n):
-            schedule(i, 1.0, 0, fns[i])
+        sched.schedule_many(items)
         drain(sched)
         return 2 * n
 
