@@ -62,6 +62,7 @@ from .._validate import check_time
 from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups, PoolBook, end_futures
 from .clocks import Waiter
 from .future import TaskFuture
+from .lock import pool_lock
 from .token import CancelToken, _current_run, run_callbacks
 
 LOGGER = logging.getLogger("pysched")
@@ -101,7 +102,7 @@ class PoolThreads:
 
     def __init__(self, book_factory: Callable[[PoolThreads], PoolBook],
                  clock: Callable[[], float], wait: Waiter, prefix: str) -> None:
-        self.lock = threading.Lock()
+        self.lock = pool_lock()  # see pysched.pool.lock for why it is not a threading.Lock
         self.work_ready = threading.Condition(self.lock)  # idle workers wait here
         self.dispatch_cv = threading.Condition(self.lock)  # the dispatcher waits here
         self.closed_cv = threading.Condition(self.lock)  # close(wait=True) waits here
