@@ -104,14 +104,15 @@ def _field(rng: random.Random, lo: int, hi: int, names: list[str] | None = None,
     return ",".join(value(v) for v in picks)
 
 
-def random_expression(rng: random.Random) -> str:
-    """A random expression in the syntax croniter and pysched both accept."""
+def random_expression(rng: random.Random, nearest_weekday: bool = False) -> str:
+    """A random expression in the syntax croniter and pysched both accept
+    (with ``nearest_weekday``, always with a W day-of-month)."""
     minute = _field(rng, 0, 59, star_weight=0.15)
     hour = _field(rng, 0, 23, star_weight=0.35)
     dom = _field(rng, 1, 28, star_weight=0.6)
     month = _field(rng, 1, 12, NAMES_MON, star_weight=0.7)
     dow = _field(rng, 0, 6, NAMES_DOW, star_weight=0.6)
-    special = rng.random()
+    special = 0.15 if nearest_weekday else rng.random()
     # croniter reads MON#2 or L5 beside a restricted day-of-month as AND (and
     # sometimes finds no date), cron's rule and cronsim as OR: the two
     # agree with the day-of-month left as *.
@@ -121,6 +122,10 @@ def random_expression(rng: random.Random) -> str:
         dom, dow = "*", f"{rng.choice(NAMES_DOW)}#{rng.randint(1, 4)}"
     elif special < 0.11:
         dom, dow = "*", f"L{rng.randint(0, 6)}"
+    elif special < 0.16:
+        # W beside a restricted day-of-week: croniter ANDs, cron's rule ORs (see above);
+        # days 29 to 31 are past the end of some months, where W means the last day
+        dom, dow = rng.choice(["{}W", "W{}", "{}w"]).format(rng.randint(1, 31)), "*"
     fields = [minute, hour, dom, month, dow]
     if rng.random() < 0.2:
         # seconds: mostly sparse, so the brute-force reference stays quick

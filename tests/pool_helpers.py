@@ -63,7 +63,7 @@ class Concurrency:
 def accounted(stats: dict[str, Any]) -> int:
     """Versions in any state: must equal stats["scheduled"]."""
     return sum(stats[k] for k in ("pending", "running", "completed", "failed", "timed_out",
-                                  "cancelled", "replaced", "evicted"))
+                                  "cancelled", "replaced", "evicted", "idle_wakeups"))
 
 
 # Test modules import these by their function names; the fixtures are named

@@ -391,21 +391,63 @@ def test_bad_input_names_the_argument_and_adds_nothing(make_scheduler):
         make_scheduler(wall_clock="time")
 
 
-def test_a_series_and_a_one_shot_of_the_same_id_do_not_replace_each_other(make_scheduler):
+def test_a_one_shot_of_a_series_id_replaces_the_whole_series(make_scheduler):
     async def main():
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
         runs = Runs(wall)
-        s.schedule_recurring("job", Every(10), 0, runs)
+        handle = s.schedule_recurring("job", Every(10), 0, runs)
+        await asyncio.sleep(15)
         once = s.schedule_in("job", 15, 0, str.upper, ("once",))
         await asyncio.sleep(25)
         result = await once
+        state = handle.cancelled, s.stats()
         await s.aclose()
-        return runs, result
+        return runs, result, events, state
 
-    runs, result = on_virtual(main)
-    assert result == "ONCE" and len(runs.fires) == 2
+    runs, result, events, (cancelled, stats) = on_virtual(main)
+    assert result == "ONCE" and len(runs.fires) == 1 and cancelled
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "replaced")]
     assert FireKey("job") != "job"
+
+
+def test_a_series_replaces_the_one_shot_of_its_id_that_has_not_started(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        once = s.schedule_in("job", 15, 0, str.upper, ("once",))
+        runs = Runs(wall)
+        s.schedule_recurring("job", Every(10), 0, runs)
+        await asyncio.sleep(25)
+        stats = s.stats()
+        await s.aclose()
+        return runs, once, stats
+
+    runs, once, stats = on_virtual(main)
+    assert once.cancelled() and once.cancel_reason == "replaced"
+    assert len(runs.fires) == 2 and stats["replaced"] == 1
+
+
+def test_cancel_by_task_id_ends_the_series(make_scheduler):
+    async def main():
+        wall = Wall()
+        s = make_scheduler(wall_clock=wall)
+        events = []
+        s.add_listener(events.append)
+        runs = Runs(wall)
+        handle = s.schedule_recurring("job", Every(10), 0, runs)
+        await asyncio.sleep(15)
+        found = s.cancel("job"), s.cancel("job")
+        await asyncio.sleep(30)
+        state = handle.cancelled
+        await s.aclose()
+        return runs, events, found, state
+
+    runs, events, found, cancelled = on_virtual(main)
+    assert found == (True, False) and cancelled and len(runs.fires) == 1
+    assert [(e.kind, e.reason) for e in events] == [("stopped", "cancelled")]
 
 
 # -- real loops: asyncio's and uvloop ---------------------------------------------------------

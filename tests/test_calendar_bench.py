@@ -85,3 +85,32 @@ def test_the_script_runs_each_competitor_in_a_fresh_process(capsys, tmp_path):
     assert "50 interval series" in out and "CPU per fire" in out
     assert set(result["turns"]) <= set(calendar.COMPETITORS)
     assert calendar.PYSCHED in result["turns"] and out_file.stat().st_size > 0
+
+
+def test_percentiles_are_nearest_rank_in_milliseconds():
+    from pysched.bench.percentiles import percentiles
+
+    figures = percentiles([i / 1000 for i in range(100, 0, -1)])  # 1 ms to 100 ms
+    assert figures == {"p50_ms": 50.0, "p90_ms": 90.0, "p99_ms": 99.0, "max_ms": 100.0,
+                       "count": 100}
+    assert percentiles([0.002])["p99_ms"] == 2.0
+    with pytest.raises(ValueError, match="samples"):
+        percentiles([])
+
+
+def test_the_calendar_section_runs_in_python_m_pysched_bench(tmp_path, capsys):
+    import json
+
+    from pysched.bench import __main__ as cli
+
+    assert "calendar" in cli.SECTIONS
+    out_file = tmp_path / "bench.json"
+    assert cli.main(["--sizes", "20", "--sections", "calendar", "--quiet",
+                     "--json", str(out_file)]) == 0
+    out = capsys.readouterr().out
+    assert "calendar: 20 interval series" in out and "fire times run" in out
+    rows = [row for row in json.loads(out_file.read_text())["rows"]
+            if row["section"] == "calendar"]
+    assert rows and rows[0]["competitor"] == "pysched" and rows[0]["size"] == 20
+    (turn,) = rows[0]["turns"]
+    assert turn["missing"] == turn["duplicate"] == turn["early"] == 0

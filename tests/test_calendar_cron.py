@@ -43,6 +43,17 @@ def test_exported_from_the_package() -> None:
     ("0 0 */13 * FRI", datetime(2025, 2, 14, tzinfo=UTC)),  # a starred field: AND
     ("0 12 * JAN-MAR sun", datetime(2025, 1, 5, 12, tzinfo=UTC)),
     ("0 0 29 2 *", datetime(2028, 2, 29, tzinfo=UTC)),
+    # W: the weekday nearest the day, within its month
+    ("0 0 15W * *", datetime(2025, 1, 15, tzinfo=UTC)),  # a Wednesday: itself
+    ("0 0 15W 3 *", datetime(2025, 3, 14, tzinfo=UTC)),  # a Saturday: the Friday before
+    ("0 0 15W 6 *", datetime(2025, 6, 16, tzinfo=UTC)),  # a Sunday: the Monday after
+    ("0 0 1W 3 *", datetime(2025, 3, 3, tzinfo=UTC)),  # Saturday the 1st: Monday the 3rd
+    ("0 0 w1 2 *", datetime(2025, 2, 3, tzinfo=UTC)),  # croniter's spelling, any case
+    ("0 0 30W 11 *", datetime(2025, 11, 28, tzinfo=UTC)),  # Sunday the 30th, the last day
+    ("0 0 31W 4 *", datetime(2025, 4, 30, tzinfo=UTC)),  # past the end: the last day
+    ("0 0 31W 2 *", datetime(2025, 2, 28, tzinfo=UTC)),
+    ("0 0 15W * MON", datetime(2025, 1, 6, tzinfo=UTC)),  # OR with the day-of-week
+    ("0 0 15W * */2", datetime(2025, 4, 15, tzinfo=UTC)),  # a starred day-of-week: AND
 ])
 def test_syntax(expr: str, expected: datetime) -> None:
     assert nxt(expr) == expected
@@ -58,7 +69,14 @@ def test_syntax(expr: str, expected: datetime) -> None:
     ("0 61 * * * *", "field 2 (minute) '61'"),
     ("*/0 * * * *", "field 1 (minute) '*/0'"),
     ("5-2 * * * *", "field 1 (minute) '5-2'"),
-    ("* * 15W * *", "field 3 (day-of-month) '15W'"),
+    ("* * 15W,16 * *", "field 3 (day-of-month) '15W,16'"),  # W takes one day, as croniter's
+    ("* * 1-5W * *", "field 3 (day-of-month) '1-5W'"),
+    ("* * 15W/2 * *", "field 3 (day-of-month) '15W/2'"),
+    ("* * 32W * *", "field 3 (day-of-month) '32W'"),
+    ("* * 0W * *", "field 3 (day-of-month) '0W'"),
+    ("* * W * *", "field 3 (day-of-month) 'W'"),
+    ("* * WW * *", "field 3 (day-of-month) 'WW'"),
+    ("* * * * 1W", "field 5 (day-of-week) '1W'"),
     ("* * * * MON#6", "field 5 (day-of-week) 'MON#6'"),
     ("0 0 30 2 *", "field 3 (day-of-month) '30'"),  # never matches
     ("* * * *", "4 fields"),
@@ -162,6 +180,8 @@ def test_preview_and_describe() -> None:
     assert "first occurrence" in text and "runs when the clocks change" in text
     assert "UTC" in Cron("@hourly").describe()
     assert "every 30 min of elapsed time" in Cron("*/30 * * * *", tz="Europe/Berlin").describe()
+    nearest = Cron("0 9 15W * *").describe()
+    assert "15th day" in nearest and "nearest weekday" in nearest
     assert repr(cron).startswith("Cron('0 9 * * MON-FRI'")
 
 
@@ -176,6 +196,14 @@ def test_every_validation_names_the_argument() -> None:
     with pytest.raises(TypeError, match="start"):
         Every(5, start=1.0)  # type: ignore[arg-type]
     assert Every(timedelta(minutes=2)).seconds == 120.0
+    with pytest.raises(TypeError, match="start_at"):
+        Every(5, start_at="soon")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="start_at"):
+        Every(5, start=datetime(2025, 1, 1, tzinfo=UTC), start_at=3.0)
+    with pytest.raises(TypeError, match="fixed_delay"):
+        Every(5, fixed_delay="yes")  # type: ignore[arg-type]
+    assert "after the end of the previous run" in Every(5, fixed_delay=True).describe()
+    assert repr(Every(5, start_at=2.0)) == "Every(5.0, start_at=2.0)"
 
 
 def test_every_fire_times_are_multiples_of_the_interval_from_the_anchor() -> None:
@@ -191,3 +219,21 @@ def test_every_fire_times_are_multiples_of_the_interval_from_the_anchor() -> Non
         Reading(wall=T0.timestamp(), mono=500.0))
     assert started.first() == 560.0  # the start itself is the first fire time
     assert "Every 60 s" in Every(60).describe()
+
+
+def test_nearest_weekday_over_every_day_of_28_years() -> None:
+    """nW: a weekday of the same month, and none in it nearer to day n (to the last day
+    for an n past the end). No two weekdays are ever equally near, so that is the rule."""
+    import calendar
+
+    from pysched.calendar._cron_fields import nearest_weekday
+
+    for year in range(2000, 2028):  # every weekday on every date of every month length
+        for month in range(1, 13):
+            last = calendar.monthrange(year, month)[1]
+            weekdays = [d for d in range(1, last + 1) if calendar.weekday(year, month, d) < 5]
+            for n in range(1, 32):
+                day = nearest_weekday(year, month, n)
+                target = min(n, last)
+                assert day in weekdays, (year, month, n, day)
+                assert abs(day - target) == min(abs(d - target) for d in weekdays)

@@ -191,7 +191,7 @@ def test_pause_and_resume_do_nothing_once_the_series_ended(setup, clock):
     other = pool.schedule_recurring("other", Every(10), 0, Runs(clock))
     assert other.cancel()
     other.pause()
-    assert not other.paused and repr(other) == "<RecurringHandle 'other' cancelled>"
+    assert not other.paused and repr(other) == "<SeriesHandle 'other' cancelled>"
 
 
 def test_a_series_the_pool_ends_says_so_in_its_event(make_pool, clock):
@@ -318,7 +318,7 @@ def test_stress_many_fast_series_on_real_clocks(impl):
     pool.close(wait=True, timeout=WAIT)
     assert not overlapped
     for i, handle in enumerate(handles):
-        series = handle._record.series
+        series = handle._series
         grid = series._seq
         fires = []
         fire = grid.first()
@@ -329,3 +329,67 @@ def test_stress_many_fast_series_on_real_clocks(impl):
                       and e.kind in ("skipped", "coalesced"))
         assert series.stopped and not series._ready
         assert runs.get(i, 0) + dropped == len(fires), i
+
+
+def test_wake_ups_that_run_nothing_are_not_completed_tasks(setup, clock):
+    """A paused series looks every second whether it was resumed: those wake-ups ran no
+    function, so stats() counts them apart from the user's completed tasks."""
+    from pool_helpers import accounted
+
+    pool, wall, events = setup
+    runs = Runs(wall)
+    handle = pool.schedule_recurring("tick", Every(10), 0, runs)
+    clock.wait_for_sleeper(10.0)
+    clock.advance(10.0)
+    runs.wait_for(1)
+    clock.wait_for_sleeper(20.0)  # the run at 10 has ended: its next wake-up is pending
+    handle.pause()
+    for t in (20.0, 21.0, 22.0):  # the wake-up due at 20 finds it paused; it looks each second
+        clock.wait_for_sleeper(t)
+        clock.advance(t - clock())
+    clock.wait_for_sleeper(23.0)
+    stats = pool.stats()
+    assert (stats["completed"], stats["idle_wakeups"]) == (1, 3)
+    assert stats["scheduled"] == accounted(stats)
+    assert runs.at == [W0 + 10.0]
+
+
+def test_the_pool_returns_the_same_handle_class_as_the_asyncio_scheduler(setup):
+    from pysched.calendar import SeriesHandle
+
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("tick", Every(10), 0, print)
+    assert type(handle) is SeriesHandle and handle.task_id == handle.series_id == "tick"
+    assert handle.future is not None and not handle.future.done()
+
+
+def test_a_task_id_is_one_thing_for_one_shots_and_series(setup, clock):
+    """A one-shot of a series' id replaces the whole series; a series replaces the id's
+    pending one-shot; cancel(task_id) ends a series. As in AsyncScheduler and the durable one."""
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("job", Every(10), 0, print)
+    once = pool.schedule_in("job", 5.0, 0, str.upper, ("once",))
+    assert handle.cancelled and handle.future.cancel_reason == "replaced"
+    clock.advance(5.0)
+    assert once.result(WAIT) == "ONCE"
+    pending = pool.schedule_in("other", 50.0, 0, print)
+    series = pool.schedule_recurring("other", Every(10), 0, print)
+    assert pending.cancelled() and pending.cancel_reason == "replaced" and not series.cancelled
+    assert pool.cancel("other") and series.cancelled and not pool.cancel("other")
+    assert [(e.series, e.kind, e.reason) for e in events if e.series is not None] == [
+        ("job", "stopped", "replaced"), ("other", "stopped", "cancelled")]
+
+
+def test_fire_times_skipped_while_paused_count_in_the_pool_stats(setup, clock):
+    pool, wall, events = setup
+    handle = pool.schedule_recurring("tick", Every(10), 0, Runs(wall))
+    handle.pause()
+    clock.wait_for_sleeper(10.0)
+    clock.advance(35.0)  # 10, 20 and 30 come due while paused
+    clock.wait_for_sleeper(36.0)  # the wake-up at 35 found it paused: it looks again at 36
+    handle.resume()
+    assert [(e.kind, e.reason, e.count) for e in events if e.series == "tick"] == [
+        ("skipped", "paused", 3)]
+    clock.advance(1.0)
+    clock.wait_for_sleeper(40.0)  # the wake-up after the resume hands the count to the pool
+    assert pool.stats()["skipped"] == 3

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 from calendar_driver import Driver, FakeClocks, ts
 
-from pysched.calendar import ClockWatch, Cron, Event, EventHub, Every, Reading, Series
+from pysched.calendar import ClockWatch, Cron, Event, EventHub, Every, Fire, Reading, Series
 from pysched.calendar import series as series_module
 
 HOUR = 3600.0
@@ -305,6 +305,38 @@ def test_every_is_anchored_so_runs_do_not_drift() -> None:
     assert d.fired("e") == [50.0 + 10 * k for k in range(1, 61)]
 
 
+def test_every_start_at_is_a_time_on_the_monotonic_clock() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=50.0)
+    series = Series("e", Every(0.1, start_at=52.0), clocks.read())
+    assert series.next_fire_times(3) == [52.0, 52.1, 52.2]  # exact: no wall reading involved
+    with pytest.raises(ValueError, match="start_at"):
+        Series("w", Every(1, start_at=52.0), clocks.read(), timeline="wall")
+
+
+def test_every_fixed_delay_counts_from_the_end_of_each_run() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
+    series = Series("d", Every(1.0, start_at=1.0, fixed_delay=True), clocks.read(),
+                    misfire_grace=None, overlap="skip")
+    clocks.advance(1.0)
+    assert series.poll(clocks.read()).start == Fire(1.0, 0.0)
+    clocks.advance(2.5)  # the run ends at 3.5: nothing came due during it, nothing is skipped
+    assert series.finished(clocks.read()) == []
+    assert series.next_fire_times(2) == [4.5, 5.5]
+    clocks.advance(1.0)
+    assert series.poll(clocks.read()).start == Fire(4.5, 0.0)
+
+
+def test_a_run_ending_exactly_on_a_fire_time_does_not_skip_it() -> None:
+    """3 * 0.1 is 0.30000000000000004: the run ending then skips 0.1 and 0.2, not it."""
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=0.0)
+    series = Series("t", Every(0.1, start_at=0.0), clocks.read(), misfire_grace=None)
+    assert series.poll(clocks.read()).start == Fire(0.0, 0.0)
+    clocks.mono = 3 * 0.1
+    [skipped] = series.finished(clocks.read())
+    assert (skipped.kind, skipped.reason, skipped.count) == ("skipped", "overlap", 2)
+    assert series.next_fire_times(1) == [3 * 0.1]
+
+
 def test_every_with_a_start_in_the_past_catches_up_by_policy() -> None:
     clocks = FakeClocks(ts("2025-01-01T00:00"), mono=50.0)
     start = datetime(2024, 12, 31, 23, 50, tzinfo=timezone.utc)
@@ -358,6 +390,46 @@ def test_runs_decided_but_not_started_are_skipped_when_the_series_stops() -> Non
     assert [(e.kind, e.reason, e.fire_time) for e in events] == [
         ("skipped", "closed", ts("2025-01-01T00:02")),
         ("skipped", "closed", ts("2025-01-01T00:03")), ("stopped", "closed", None)]
+
+
+@pytest.mark.parametrize("overlap", ["skip", "coalesce", "queue"])
+@pytest.mark.parametrize("on_error", ["continue", "stop"])
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_run_ending_after_its_series_stopped_reports_no_fire_time(
+        overlap: str, on_error: str, failed: bool) -> None:
+    """Fire times that came due while the last run ran, after the stop: none is reported
+    skipped or coalesced, no run is queued, no second "stopped"; only the run's own failure."""
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), overlap=overlap, on_error=on_error)
+    clocks.advance(30)
+    decision = series.poll(clocks.read())
+    assert decision.start is not None and series.begin(clocks.read()) == (True, [])
+    assert [e.kind for e in series.cancel()] == ["stopped"]
+    clocks.advance(5 * 60)  # five fire times come due while the run goes on
+    events = series.finished(clocks.read(), failed)
+    assert [(e.kind, e.fire_time) for e in events] == (
+        [("failed", ts("2025-01-01T00:01"))] if failed else [])
+    assert series.poll(clocks.read()).start is None and series.next_wake(clocks.read()) is None
+
+
+def test_a_run_decided_before_the_stop_does_not_begin_and_reports_nothing() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read(), catch_up="none", misfire_grace=0)
+    clocks.advance(30)
+    assert series.poll(clocks.read()).start is not None
+    series.cancel()
+    clocks.advance(90)  # it would be a misfire now: nothing says so once stopped
+    assert series.begin(clocks.read()) == (False, [])
+    assert series.running is None
+
+
+def test_resuming_a_stopped_series_reports_nothing() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00:30"))
+    series = Series("s", Cron("* * * * *"), clocks.read())
+    series.pause()
+    series.cancel()
+    clocks.advance(10 * 60)
+    assert series.resume(clocks.read()) == [] and not series.paused
 
 
 def test_pause_resume_skips_with_events() -> None:

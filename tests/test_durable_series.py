@@ -536,3 +536,42 @@ def test_a_failing_clock_stores_no_series(store: Any) -> None:
         with pytest.raises(ValueError, match="wall_clock"):
             sched.schedule_recurring("s", Every(1), 0, tick, args=["a"])
         assert store.series_table().rows() == []
+
+
+@pytest.mark.parametrize("trigger, why", [
+    (Every(5, fixed_delay=True), "fixed delay"),
+    (Every(5, start_at=3.0), "start_at"),
+])
+def test_an_every_bound_to_one_process_is_refused_naming_it(trigger: Every, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        encode_spec(trigger, Policies(1.0, "latest", "skip", "continue", 100), T0)
+
+
+def test_a_task_id_is_one_thing_for_one_shots_and_series(store: Any) -> None:
+    """A one-shot of a series' id replaces the whole series, in the store; a series replaces
+    the id's pending one-shot; cancel(task_id) ends a series. As in the pool and asyncio."""
+    events: list[Any] = []
+    with DurableScheduler(store, registry=REGISTRY, max_workers=1) as sched:  # runs series here
+        sched.add_listener(events.append)
+        table = store.series_table()
+        handle = sched.schedule_recurring("job", Every(60), 0, tick, args=["a"])
+        once = sched.schedule_in("job", 3600.0, 0, tick, ("b",))
+        assert handle.cancelled and table.rows() == []
+        assert sched.row("job")["state"] == "pending"  # type: ignore[index]
+        series = sched.schedule_recurring("job", Every(60), 0, tick, args=["c"])
+        assert once.cancelled() and sched.row("job")["state"] == "cancelled"  # type: ignore[index]
+        assert [row.series_id for row in table.rows()] == ["job"] and not series.cancelled
+        assert sched.cancel("job") and series.cancelled and table.rows() == []
+        assert not sched.cancel("job")
+    assert [(e.series, e.kind, e.reason) for e in events] == [
+        ("job", "stopped", "replaced"), ("job", "stopped", "cancelled")]
+
+
+def test_series_table_end_cancels_whatever_generation(store: Any) -> None:
+    table = store.series_table()
+    spec = encode_spec(Every(5), Policies(1.0, "latest", "skip", "continue", 100), T0)
+    assert table.end("s") is None
+    table.put("s", spec, "series-tick", '{"args":[],"kwargs":{}}', 0, "default", T0)
+    generation = table.put("s", spec, "series-tick", '{"args":[],"kwargs":{}}', 0, "default", T0)
+    assert table.end("s") == generation == 2 and table.rows() == []
+    assert table.end("s") is None and not table.set_state("s", 2, ACTIVE)

@@ -113,7 +113,7 @@ def test_close_ends_pending_versions_with_reason_closed_and_lets_claimed_ones_ru
 def series_future(book: PoolBook, task_id: str) -> TaskFuture:
     fut = TaskFuture(book.wakeups, print)  # type: ignore[arg-type]
     fut._task_id = task_id
-    fut._series = Recurrence(1.0, "fixed_rate", "skip", "stop", 0, 0.0)
+    fut._series = Recurrence("stop", 0)
     book.add(task_id, 0.0, 0, fut, 0.0, [])
     return fut
 

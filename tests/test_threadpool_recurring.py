@@ -13,7 +13,7 @@ import pytest
 from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import SchedulerFull
-from pysched.pool.recurring import Recurrence
+from pysched.calendar import current_fire
 
 
 class Runs:
@@ -207,17 +207,55 @@ def test_a_full_scheduler_ends_the_series(make_pool, clock):
     assert isinstance(series.exception(WAIT), SchedulerFull)
 
 
-def test_next_run_arithmetic():
-    rate = Recurrence(2.0, "fixed_rate", "skip", "stop", 0, 10.0)
-    assert rate.next_run(10.5) == (12.0, 0, 0)
-    assert rate.next_run(17.0) == (18.0, 2, 0)  # run 1 (12) ended at 17: 14 and 16 skipped
-    rate.overlap = "coalesce"
-    assert rate.next_run(25.0) == (24.0, 0, 2)  # 20, 22, 24 missed: one run for 24
-    rate.overlap = "queue"
-    assert rate.next_run(99.0) == (26.0, 0, 0)
-    delay = Recurrence(0.5, "fixed_delay", "skip", "stop", 0, 0.0)
-    assert delay.next_run(3.25) == (3.75, 0, 0)
-    tiny = Recurrence(0.1, "fixed_rate", "skip", "stop", 0, 0.0)
-    # run 0 returned exactly when run 3 (3 * 0.1 == 0.30000000000000004) came due:
-    # runs 1 and 2 were missed, run 3 was not, despite the rounding of the division
-    assert tiny.next_run(3 * 0.1) == (3 * 0.1, 2, 0)
+def test_schedule_every_is_a_recurring_series(make_pool, clock):
+    """Its runs know their fire time and its skips are series events, as schedule_recurring's."""
+    pool = make_pool()
+    events = []
+    pool.add_listener(lambda e: events.append(e) if e.series == "tick" else None)  # no jumps
+    runs = Runs(clock, block_on=0)
+    fires = []
+
+    def body():
+        fires.append(current_fire().fire_time)
+        runs()
+
+    series = pool.schedule_every("tick", 1.0, 0, body, start_at=1.0)
+    clock.advance(1.0)
+    assert runs.blocked.wait(WAIT)
+    clock.advance(2.5)  # run 0 returns at 3.5: the fire times 2.0 and 3.0 came due meanwhile
+    runs.release.set()
+    clock.wait_for_sleeper(4.0)
+    assert fires == [1.0]
+    assert [(e.series, e.kind, e.reason, e.fire_time, e.count) for e in events] == [
+        ("tick", "skipped", "overlap", 2.0, 2)]
+    stats = pool.stats()
+    assert stats["skipped"] == 2 and stats["series_events"]["skipped.overlap"] == 1
+    assert pool.cancel("tick") and series.cancelled()
+    assert [(e.kind, e.reason) for e in events[1:]] == [("stopped", "cancelled")]
+
+
+@pytest.mark.parametrize("overlap, fires, skipped", [
+    ("skip", [3.0], 2), ("coalesce", [3.0], 2), ("queue", [1.0, 2.0, 3.0], 0)])
+def test_fire_times_due_while_no_worker_was_free(make_pool, clock, overlap, fires, skipped):
+    """The one worker is busy from 0.5 to 3.5: fire times 1, 2 and 3 wait for it. The newest
+    runs and the older are skipped (catch_up_cap); under queue each runs."""
+    from pool_helpers import Gate
+
+    pool = make_pool(1)
+    events = []
+    pool.add_listener(events.append)
+    gate = Gate()
+    pool.schedule("busy", 0.5, 0, gate)
+    started = []
+    pool.schedule_every("tick", 1.0, 0, lambda: started.append(current_fire().fire_time),
+                        start_at=1.0, overlap=overlap)
+    clock.advance(0.5)
+    gate.wait_started()
+    clock.advance(3.0)
+    gate.release()
+    clock.wait_for_sleeper(4.0)
+    assert started == fires
+    assert pool.stats()["skipped"] == skipped
+    # (the wall clock is the real one, the pool's a fake: their jumps are events too)
+    assert [(e.reason, e.fire_time, e.count) for e in events if e.series == "tick"] == (
+        [("catch_up_cap", 1.0, 2)] if skipped else [])

@@ -47,9 +47,11 @@ class Ledger:
         self.concurrency.enter()
         with self.lock:
             self.ran[n] += 1
-            if task_id in self.running_ids:
-                self.overlaps += 1
-            self.running_ids.add(task_id)
+            # submit() bodies have no task id (None here): they may run at once
+            if task_id is not None:
+                if task_id in self.running_ids:
+                    self.overlaps += 1
+                self.running_ids.add(task_id)
         try:
             if cooperative:  # give cancel() and timeouts a running task to reach
                 pysched.current_token().wait(0.0005)

@@ -115,7 +115,8 @@ class AsyncScheduler:
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._counts = _Counts()
         self._peak = 0
-        self._series = SeriesDriver(wall_clock, self.schedule, self._on_loop_shutdown)
+        self._series = SeriesDriver(wall_clock, self.schedule, self._on_loop_shutdown,
+                                    self._replace_one_shot)
 
     # -- public API -------------------------------------------------------
 
@@ -148,6 +149,8 @@ class AsyncScheduler:
             raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
         call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
+        if self._series.holds(task_id):  # a task id is one thing: this replaces its series
+            self._series.end(task_id, REPLACED)
         fut = AsyncTaskFuture(loop=loop)
         fut._owner = self
         fut._task_id = task_id
@@ -193,7 +196,20 @@ class AsyncScheduler:
             self._cancel_version(fut, CANCELLED)
         if run is not None:
             self._cancel_version(run, CANCELLED)
-        return fut is not None or run is not None
+        series = self._series.end(task_id, CANCELLED)
+        return fut is not None or run is not None or series
+
+    def _replace_one_shot(self, task_id: Hashable) -> None:
+        """A series of ``task_id`` replaces its one-shot version that has not started."""
+        fut = self._pending.pop(task_id, None)
+        if fut is not None:
+            self._core.cancel_pending(task_id)
+            self._counts.replaced += 1
+            fut._resolve_cancelled(REPLACED)
+        run = self._running.get(task_id)
+        if run is not None and not self._has_begun(run):
+            self._release(run, REPLACED)
+        self._settle()
 
     def state_of(self, task_id: Hashable) -> str | None:
         """The core's state of ``task_id``'s newest version: "pending", "running" or None."""

@@ -6,8 +6,11 @@ clock (the monotonic one); at a wake-up both clocks are read, the book says
 which fire times start now, and each becomes an ordinary version of the
 scheduler, due at once, so ``max_concurrency``, priorities, ``close()`` and
 the context rules apply to it as to any version. A version's id is a
-``FireKey`` of the series' id: a series and a one-shot task of the same id do
-not replace each other.
+``FireKey`` of the series' id, apart from the scheduler's one-shot ids; the
+task id itself is still one thing, as in the pool: a one-shot ``schedule()``
+of the id replaces its series whole (``end``), a series replaces the id's
+one-shot version that has not started (``replace_task``), and
+``cancel(task_id)`` ends both.
 
 Invariants:
 
@@ -34,7 +37,17 @@ from typing import Any, NamedTuple
 
 from .._errors import SchedulerClosed
 from .._validate import check_callable, check_hashable, check_priority, check_time
-from ..calendar import Cron, Event, EventHub, Every, Fire, Reading, Series, SeriesBook
+from ..calendar import (
+    Cron,
+    Event,
+    EventHub,
+    Every,
+    Fire,
+    Reading,
+    Series,
+    SeriesBook,
+    read_clocks,
+)
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import CANCELLED, CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import SeriesHandle
@@ -80,17 +93,20 @@ class _Run:
 class SeriesDriver:
     """The AsyncScheduler's series: one book, one timer, one hub of events."""
 
-    __slots__ = ("hub", "wall_clock", "_submit", "_on_lost", "_loop", "_book", "_entries",
-                 "_timer", "_timer_when", "_host", "_closed")
+    __slots__ = ("hub", "wall_clock", "_submit", "_on_lost", "_replace_task", "_loop", "_book",
+                 "_entries", "_timer", "_timer_when", "_host", "_closed")
 
     def __init__(self, wall_clock: Callable[[], float], submit: Submit,
-                 on_lost: Callable[[], None]) -> None:
+                 on_lost: Callable[[], None],
+                 replace_task: Callable[[Hashable], None] = lambda task_id: None) -> None:
         check_callable(wall_clock, "wall_clock")
         check_time(wall_clock(), "wall_clock()")
         self.hub = EventHub()  # listeners may be added before the loop runs
         self.wall_clock = wall_clock
         self._submit = submit
         self._on_lost = on_lost  # the loop is shutting down: the scheduler closes
+        # ends the one-shot version of a task id that has not started: a series replaces it
+        self._replace_task = replace_task
         self._loop: asyncio.AbstractEventLoop | None = None
         self._book: SeriesBook | None = None  # made on the first series, on its loop
         self._entries: dict[Hashable, _Entry] = {}
@@ -104,7 +120,7 @@ class SeriesDriver:
 
     def read(self) -> Reading:
         assert self._loop is not None
-        return Reading(self.wall_clock(), self._loop.time())
+        return read_clocks(self.wall_clock, self._loop.time)
 
     # -- the scheduler's calls -------------------------------------------------------------
 
@@ -126,12 +142,28 @@ class SeriesDriver:
         now = self.read()
         series = Series(task_id, trigger, now, misfire_grace=misfire_grace, catch_up=catch_up,
                         overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
+        self._replace_task(task_id)  # every argument is checked: the change may begin
         book.add(series, now)
         self._entries[task_id] = _Entry(call, priority, contextvars.copy_context())
         book.flush()
         self._rearm()
         return SeriesHandle(book, series, read=self.read,
                             notify=lambda: self._changed(task_id, series))
+
+    def holds(self, task_id: Hashable) -> bool:
+        """Whether a series of this id is running here."""
+        return task_id in self._entries
+
+    def end(self, task_id: Hashable, reason: str = CANCELLED) -> bool:
+        """End the series of ``task_id``: "cancelled", or "replaced" by a one-shot version
+        of the id; False if there is none. Its fire times not yet started never start."""
+        book = self._book
+        if book is None or not book.cancel(task_id, reason):
+            return False
+        self._entries.pop(task_id, None)
+        book.flush()
+        self._rearm()
+        return True
 
     def close(self) -> None:
         """End every series (events say "closed"); nothing starts any more."""
@@ -322,7 +354,7 @@ class SeriesDriver:
         assert book is not None
         if self._closed:
             reason = CLOSED
-        elif book.get(series.series_id) not in (None, series):
+        elif book.get(series.series_id) not in (None, series) or series.stop_reason == REPLACED:
             reason = REPLACED
         else:
             reason = CANCELLED

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import (
     bounded,
+    calendar_section,
     config,
     draining,
     growth,
@@ -31,7 +32,7 @@ from .plan import Keep, Row, Step, keep_all, run_steps
 from .progress import Progress
 from .workloads import WORKLOADS
 
-SECTIONS = ("scheduler", "bounded", "drain", "memory", "runtime")
+SECTIONS = ("scheduler", "bounded", "drain", "memory", "runtime", calendar_section.SECTION)
 # The baselines whose growth is shown beside the core's, per section.
 REFERENCE = {scheduling.SECTION: VERSIONED, bounded.SECTION: bounded.TWO_HEAPS}
 
@@ -83,6 +84,8 @@ def plan(cfg: config.Config, sections: Sequence[str], keep: Keep = keep_all) -> 
         "runtime": lambda: runtime.steps(cfg.throughput_tasks, cfg.throughput_repeat,
                                          cfg.lateness_tasks, cfg.lateness_span,
                                          cfg.lateness_repeat),
+        calendar_section.SECTION: lambda: calendar_section.steps(
+            cfg.calendar_series, cfg.calendar_seconds, cfg.calendar_repeat),
     }
     return [step for section in sections for step in makers[section]()]
 
@@ -139,7 +142,8 @@ def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
             f" against the core's pop_due({draining.BATCH}), {draining.BATCH} tasks a call", "n"))
     blocks += [report.memory_table(pick(memory.SECTION, "memory")),
                report.throughput_table(pick(runtime.SECTION, "throughput")),
-               report.lateness_table(pick(runtime.SECTION, "lateness"))]
+               report.lateness_table(pick(runtime.SECTION, "lateness")),
+               calendar_section.table(pick(calendar_section.SECTION, "series"))]
     if checks:
         blocks.append(report.growth_lines(checks, reference))
     return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"

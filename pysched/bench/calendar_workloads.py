@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .runtime_workloads import _percentiles
+from .percentiles import percentiles
 
 __all__ = ["COMPETITORS", "Jobs", "compare", "make_jobs", "render", "run_turn", "summarize"]
 
@@ -139,7 +139,7 @@ def summarize(jobs: Jobs, runs: Sequence[Run], recording: Recording) -> dict[str
         lateness.append(began - fire)
         last_start = max(last_start, began)
     expected = jobs.expected()
-    late = _percentiles(lateness) if lateness else {}
+    late = percentiles(lateness) if lateness else {}
     return {
         "expected": expected, "run": len(seen), "missing": expected - len(seen),
         "duplicate": duplicate, "early": early, "off_grid": off_grid,

@@ -26,6 +26,10 @@ class Config:
     lateness_tasks: int
     lateness_span: float
     lateness_repeat: int
+    # interval series in one pool for a window of seconds, each competitor's turns
+    calendar_series: int = 1_000
+    calendar_seconds: int = 3
+    calendar_repeat: int = 1
 
 
 # Quick: about 20 s of CPU on a 2-core machine, enough to see the speedups;
@@ -44,7 +48,8 @@ FULL = Config(sizes=(1_000, 10_000, 100_000, 1_000_000), budget=1.0,
               capacities=(1_000, 10_000, 100_000, 1_000_000), top_n=1_000_000,
               top_ks=(100, 10_000), memory_n=1_000_000, drain_n=100_000,
               throughput_tasks=50_000,
-              throughput_repeat=5, lateness_tasks=10_000, lateness_span=1.0, lateness_repeat=3)
+              throughput_repeat=5, lateness_tasks=10_000, lateness_span=1.0, lateness_repeat=3,
+              calendar_series=10_000, calendar_seconds=20, calendar_repeat=3)
 
 
 def custom(sizes: Sequence[int]) -> Config:
@@ -58,4 +63,5 @@ def custom(sizes: Sequence[int]) -> Config:
                   churn_pushes=largest,
                   capacities=sizes, top_n=largest, top_ks=(max(1, sizes[0] // 10),),
                   memory_n=largest, drain_n=largest, throughput_tasks=largest, throughput_repeat=1,
-                  lateness_tasks=min(largest, 1_000), lateness_span=0.05, lateness_repeat=1)
+                  lateness_tasks=min(largest, 1_000), lateness_span=0.05, lateness_repeat=1,
+                  calendar_series=min(largest, 1_000), calendar_seconds=1)

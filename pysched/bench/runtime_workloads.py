@@ -36,6 +36,7 @@ from typing import Any
 from pysched.threadpool import ThreadPoolScheduler
 
 from .competitors import CORE
+from .percentiles import percentiles
 from .workloads import noop
 
 BASELINE = "ThreadPoolExecutor.submit"
@@ -157,17 +158,6 @@ def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, 
     return result
 
 
-def _percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    n = len(ordered)
-
-    def rank(q: float) -> float:  # nearest-rank percentile
-        return ordered[min(n - 1, max(0, int(q * n + 0.999999) - 1))]
-
-    return {"p50_ms": rank(0.5) * 1e3, "p90_ms": rank(0.9) * 1e3, "p99_ms": rank(0.99) * 1e3,
-            "max_ms": ordered[-1] * 1e3, "count": n}
-
-
 def _due_times(n: int, span: float, lead: float) -> list[float]:
     start = time.monotonic() + lead
     return [start + span * k / n for k in range(n)]
@@ -207,7 +197,7 @@ def lateness_pool(n: int = 10_000, span: float = 1.0, workers: int = 4,
                 pool.close(cancel_running=True)
                 continue
             done.wait()
-        return _percentiles(samples)
+        return percentiles(samples)
     raise AssertionError("unreachable")
 
 
@@ -226,7 +216,7 @@ def lateness_sched(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
             scheduler.enterabs(due, 0, body, (due,))
         if monotonic() < dues[0]:
             scheduler.run()
-            return _percentiles(samples)
+            return percentiles(samples)
     raise AssertionError("unreachable")
 
 
@@ -257,7 +247,7 @@ def lateness_asyncio(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
 
     for lead in _leads():
         if asyncio.run(main(lead)):
-            return _percentiles(samples)
+            return percentiles(samples)
     raise AssertionError("unreachable")
 
 

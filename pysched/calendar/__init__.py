@@ -7,7 +7,7 @@ to listeners and counts them. Nothing here knows about threads: the pool,
 the asyncio scheduler and the durable scheduler drive it.
 """
 
-from ._readings import ClockWatch, Jump, Reading
+from ._readings import ClockWatch, Jump, Reading, read_clocks
 from .book import SeriesBook
 from .cron import Cron
 from .current import current_fire
@@ -19,4 +19,4 @@ from .series import Decision, Fire, Series
 __all__ = ["ClockWatch", "Cron", "Decision", "Event", "EventHub", "Every", "Fire", "Jump",
            "Reading", "Series", "SeriesBook",
            "SeriesHandle",
-           "clock_jump_event", "current_fire"]
+           "clock_jump_event", "current_fire", "read_clocks"]

@@ -4,21 +4,31 @@ Parsing and naive (wall-clock) matching are cronsim's: Vixie cron's five
 fields with names, ranges, steps and lists, the day-of-month/day-of-week rule
 (OR, unless either field starts with ``*``, then AND), an optional leading
 seconds field, ``L`` and ``LW`` in day-of-month, ``5L`` or ``L5`` (last Friday)
-and ``MON#2`` in day-of-week. The macros and the error messages that point at a
-field are ours. Time zones are not cronsim's business here: it only ever sees
-naive local times, and ``pysched.calendar.cron`` maps them to instants.
+and ``MON#2`` in day-of-week. The macros, the error messages that point at a
+field and ``nW`` (or ``Wn``) in day-of-month are ours: cronsim does not read
+``W``. ``nW`` is the weekday nearest day n within its month, as croniter and
+Quartz read it: a Saturday moves to the Friday before, a Sunday to the Monday
+after, unless that leaves the month (``1W`` on a Saturday is Monday the 3rd);
+an n past the month's end stands for its last day (``31W`` in April is the
+weekday nearest April 30). Like Quartz and croniter, ``W`` takes a single day,
+never a list, range or step. Beside a restricted day-of-week it follows the
+rule above as any day-of-month does. Time zones are not cronsim's business
+here: it only ever sees naive local times, and ``pysched.calendar.cron`` maps
+them to instants.
 """
 
 from __future__ import annotations
 
+import calendar
 import copy
 import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from cronsim import CronSim, CronSimError
+from cronsim.explain import Expression
 
-__all__ = ["CronFields", "MACROS"]
+__all__ = ["CronFields", "MACROS", "nearest_weekday"]
 
 MACROS = {
     "@yearly": "0 0 1 1 *",
@@ -35,6 +45,45 @@ _SIX = ("second",) + _FIVE
 _ONE_SECOND = timedelta(seconds=1)
 _LAST_WEEKDAY = re.compile(r"^[Ll]([0-7]|[A-Za-z]{3})$")
 _ALL_WEEKDAYS = frozenset(range(7))
+_NEAREST_WEEKDAY = re.compile(r"^(?:([0-9]+)W|W([0-9]+))$", re.IGNORECASE)
+_SATURDAY, _SUNDAY = 5, 6
+
+
+def nearest_weekday(year: int, month: int, day: int) -> int:
+    """The day of the month that ``dayW`` means: the weekday (Monday to Friday) nearest
+    ``day``, never outside the month; a ``day`` past the month's end is its last day."""
+    last = calendar.monthrange(year, month)[1]
+    day = min(day, last)
+    weekday = calendar.weekday(year, month, day)
+    if weekday == _SATURDAY:
+        return day - 1 if day > 1 else day + 2
+    if weekday == _SUNDAY:
+        return day + 1 if day < last else day - 2
+    return day
+
+
+class _NearestWeekdaySim(CronSim):
+    """cronsim whose day-of-month is one ``nW``; cronsim parsed a plain day in its place,
+    which keeps the day-of-month/day-of-week rule (the field does not start with ``*``)."""
+
+    nearest_day = 1
+
+    def match_dom(self, d: date) -> bool:
+        return d.day == nearest_weekday(d.year, d.month, self.nearest_day)
+
+
+def _nearest_day(day_of_month: str) -> int | None:
+    """n of a day-of-month ``nW`` or ``Wn``; None without a W; "Bad day-of-month"
+    (cronsim's wording, located by ``CronFields``) for a W it cannot mean."""
+    if "W" not in day_of_month.upper() or day_of_month.upper() == "LW":
+        return None
+    found = _NEAREST_WEEKDAY.match(day_of_month)
+    if found is None:
+        raise CronSimError("Bad day-of-month")
+    day = int(found.group(1) or found.group(2))
+    if not 1 <= day <= 31:
+        raise CronSimError("Bad day-of-month")
+    return day
 
 
 def _normalize(expr: str) -> tuple[str, list[str]]:
@@ -59,7 +108,7 @@ def _normalize(expr: str) -> tuple[str, list[str]]:
 class CronFields:
     """One parsed cron expression, matched against naive local times."""
 
-    __slots__ = ("expr", "text", "fields", "period", "_proto")
+    __slots__ = ("expr", "text", "fields", "period", "nearest_day", "_proto")
 
     def __init__(self, expr: str) -> None:
         if not isinstance(expr, str):
@@ -67,7 +116,14 @@ class CronFields:
         self.expr = expr
         self.text, self.fields = _normalize(expr)
         try:
-            self._proto = CronSim(self.text, datetime(2000, 1, 1))
+            self.nearest_day = _nearest_day(self.fields[-3])
+            if self.nearest_day is None:
+                self._proto = CronSim(self.text, datetime(2000, 1, 1))
+            else:
+                parts = self.text.split()
+                parts[-3] = "1"  # any plain day: match_dom reads nearest_day instead
+                self._proto = _NearestWeekdaySim(" ".join(parts), datetime(2000, 1, 1))
+                self._proto.nearest_day = self.nearest_day
         except CronSimError as exc:
             raise ValueError(self._locate(str(exc))) from None
         self.period = self._fixed_period()
@@ -104,7 +160,15 @@ class CronFields:
 
     def explain(self) -> str:
         """cronsim's description of the fields in English."""
-        return self._proto.explain()
+        words = self._proto.explain()
+        if self.nearest_day is None:
+            return words
+        # cronsim's words for day n itself, not for the plain day put in the W's place
+        parts = list(self._proto.parts)  # six fields: cronsim adds the seconds
+        parts[3] = str(self.nearest_day)
+        words = Expression(parts).explain()
+        return (f"{words}, moved to the nearest weekday (Monday to Friday) within the month"
+                f" when it falls on a weekend")
 
     def _fixed_period(self) -> int | None:
         """The period in seconds if the expression is fixed-interval, else None.

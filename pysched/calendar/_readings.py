@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["ClockWatch", "Jump", "Reading"]
+from .._validate import check_time
+
+__all__ = ["PAIR_ATTEMPTS", "PAIR_TOLERANCE", "ClockWatch", "Jump", "Reading", "read_clocks"]
+
+# A wall reading is paired with the monotonic clock only when two monotonic reads
+# around it are at most this far apart (seconds), tried at most this many times.
+PAIR_TOLERANCE = 1e-3
+PAIR_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -13,6 +22,35 @@ class Reading:
 
     wall: float
     mono: float
+
+
+def read_clocks(wall_clock: Callable[[], float], clock: Callable[[], float]) -> Reading:
+    """Both clocks as one ``Reading``: the wall clock read between two monotonic reads.
+
+    A thread paused between two plain reads would pair the wall time with a
+    monotonic time taken after the pause: converted through it, every wall
+    instant (a calendar fire time, an ``Every``'s start) would land late by
+    the pause. So the wall read is bracketed, and retried while the
+    bracket is wider than ``PAIR_TOLERANCE``, at most ``PAIR_ATTEMPTS`` times
+    (then the narrowest bracket is kept). The wall time is paired with the
+    bracket's second monotonic read, which is never before the wall read:
+    wall instants converted to the monotonic clock may come late by the
+    bracket's width, never early. A clock that raises, or gives no finite
+    number, raises here, naming it.
+    """
+    best: Reading | None = None
+    best_width = math.inf
+    for _ in range(PAIR_ATTEMPTS):
+        before = check_time(clock(), "clock()")
+        wall = check_time(wall_clock(), "wall_clock()")
+        after = check_time(clock(), "clock()")
+        width = after - before
+        if width < best_width:
+            best, best_width = Reading(wall, after), width
+        if width <= PAIR_TOLERANCE:
+            break
+    assert best is not None  # the first attempt's width is finite: it is taken
+    return best
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Hashable
 
 from .._validate import check_time
 from ._readings import ClockWatch, Reading
-from .events import REPLACED, Event, EventHub, clock_jump_event
+from .events import CANCELLED, REPLACED, Event, EventHub, clock_jump_event
 from .series import Fire, Series
 
 __all__ = ["SeriesBook"]
@@ -78,13 +78,14 @@ class SeriesBook:
         self._series[series.series_id] = series
         self._reschedule(series, now)
 
-    def cancel(self, series_id: Hashable) -> bool:
-        """End and remove the series; False if there is none with this id."""
+    def cancel(self, series_id: Hashable, reason: str = CANCELLED) -> bool:
+        """End and remove the series, for ``reason`` ("cancelled", or "replaced" by a
+        one-shot task of its id); False if there is none with this id."""
         series = self._series.pop(series_id, None)
         if series is None:
             return False
         self._generation.pop(series_id, None)
-        self._outbox.extend(series.cancel())
+        self._outbox.extend(series.cancel(reason))
         return True
 
     def pause(self, series_id: Hashable) -> None:

@@ -66,6 +66,10 @@ class CronFires:
     def next_fire(self, after: float) -> float | None:
         return self._cron.next_fire(after)
 
+    def after_run(self, end: float) -> CronFires:
+        """Calendar fire times do not depend on when runs end."""
+        return self
+
 
 class Cron:
     """A cron schedule in a time zone.

@@ -18,17 +18,26 @@ class Grid:
     """The fire times ``anchor + k * interval`` for k >= ``first_index``, on one clock's scale.
 
     Computed by multiplication, never by adding intervals up, so no rounding
-    error accumulates and a late run never moves the ones after it.
+    error accumulates and a late run never moves the ones after it. With
+    ``fixed_delay`` the grid starts again one interval after each run ends.
     """
 
-    __slots__ = ("anchor", "interval", "first_index", "timeline")
+    __slots__ = ("anchor", "interval", "first_index", "timeline", "fixed_delay")
 
     def __init__(self, anchor: float, interval: float, first_index: int,
-                 timeline: str = "monotonic") -> None:
+                 timeline: str = "monotonic", fixed_delay: bool = False) -> None:
         self.anchor = anchor
         self.interval = interval
         self.first_index = first_index
         self.timeline = timeline
+        self.fixed_delay = fixed_delay
+
+    def after_run(self, end: float) -> Grid:
+        """The fire times once a run ended at ``end``: the same, or (fixed delay) the
+        grid anchored at ``end``, its first fire one interval later."""
+        if not self.fixed_delay:
+            return self
+        return Grid(end, self.interval, 1, self.timeline, True)
 
     def first(self) -> float | None:
         """The first fire time."""
@@ -51,25 +60,40 @@ class Every:
     """Every ``seconds`` (a positive number or timedelta), anchored to ``start``.
 
     Run k is due at ``start + k * seconds``, whenever the runs before it
-    ended. ``start`` (an aware datetime) is the first fire time; without it
-    the series is anchored when it is scheduled and first fires one interval
-    later. Interval series run on the monotonic clock, so setting the wall
-    clock neither hurries nor delays them.
+    ended. ``start`` (an aware datetime) is the first fire time; so is
+    ``start_at``, a time on the scheduler's own monotonic clock (its
+    ``clock``), for a series that must line up with other times read there;
+    without either the series is anchored when it is scheduled and first fires
+    one interval later. Interval series run on the monotonic clock, so setting
+    the wall clock neither hurries nor delays them. ``fixed_delay``: each run
+    is due ``seconds`` after the previous one ended instead (then no fire time
+    ever comes due during a run); a durable series refuses it, as a run's end
+    is one process's.
     """
 
-    __slots__ = ("seconds", "start")
+    __slots__ = ("seconds", "start", "start_at", "fixed_delay")
 
-    def __init__(self, seconds: float | timedelta, *, start: datetime | None = None) -> None:
+    def __init__(self, seconds: float | timedelta, *, start: datetime | None = None,
+                 start_at: float | None = None, fixed_delay: bool = False) -> None:
         if isinstance(seconds, timedelta):
             seconds = seconds.total_seconds()
         value = check_time(seconds, "seconds")
         if value <= 0:
             raise ValueError(f"seconds must be > 0, got {seconds!r}")
+        if start is not None and start_at is not None:
+            raise ValueError("start and start_at: give at most one first fire time")
+        if not isinstance(fixed_delay, bool):
+            raise TypeError(f"fixed_delay must be a bool, not {type(fixed_delay).__name__}")
         self.seconds = value
         self.start = None if start is None else check_aware(start, "start")
+        self.start_at = None if start_at is None else check_time(start_at, "start_at")
+        self.fixed_delay = fixed_delay
 
     def __repr__(self) -> str:
-        return f"Every({self.seconds!r}, start={self.start!r})"
+        start = f"start_at={self.start_at!r}" if self.start_at is not None else \
+            f"start={self.start!r}"
+        delay = ", fixed_delay=True" if self.fixed_delay else ""
+        return f"Every({self.seconds!r}, {start}{delay})"
 
     def fires(self, now: Reading, timeline: str = "monotonic") -> Grid:
         """The fire times of a series scheduled at ``now``.
@@ -80,14 +104,25 @@ class Every:
         """
         check_choice(timeline, "timeline", TIMELINES)
         start = self.start
+        if self.start_at is not None:
+            if timeline == "wall":
+                raise ValueError("start_at is a time on one scheduler's monotonic clock: "
+                                 "a series on the wall timeline needs start, a datetime")
+            return Grid(self.start_at, self.seconds, 0, timeline, self.fixed_delay)
         if timeline == "wall":
             anchor = now.wall if start is None else start.timestamp()
         else:
             anchor = now.mono if start is None else now.mono + (start.timestamp() - now.wall)
-        return Grid(anchor, self.seconds, 1 if start is None else 0, timeline)
+        return Grid(anchor, self.seconds, 1 if start is None else 0, timeline, self.fixed_delay)
 
     def describe(self) -> str:
         """What the schedule means, in words."""
-        since = "from when it is scheduled" if self.start is None else \
-            f"from {self.start.isoformat()}"
+        if self.start_at is not None:
+            since = f"from {self.start_at:g} on the scheduler's clock"
+        elif self.start is not None:
+            since = f"from {self.start.isoformat()}"
+        else:
+            since = "from when it is scheduled"
+        if self.fixed_delay:
+            return f"Every {self.seconds:g} s after the end of the previous run, {since}"
         return f"Every {self.seconds:g} s of elapsed time {since}"

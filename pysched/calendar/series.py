@@ -20,6 +20,11 @@ Invariants, each by construction:
   (skipped, coalesced or late) with its reason and lateness.
 - A long outage costs bounded work: at most ``SCAN_LIMIT`` fire times are
   enumerated per decision; beyond that the events say ``count=None``.
+- A stopped series decides nothing more: its "stopped" event is its last
+  word on fire times. Afterwards ``poll``, ``begin``, ``finished`` and
+  ``resume`` report no fire time (skipped, coalesced or late) and start
+  nothing; only a run that was in progress at the stop and then raised is
+  still reported, once, as "failed".
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ class FireSequence(Protocol):
     def first(self) -> float | None: ...
 
     def next_fire(self, after: float) -> float | None: ...
+
+    def after_run(self, end: float) -> FireSequence:
+        """The fire times once a run ended at ``end`` (a fixed delay starts again there)."""
 
 
 class Trigger(Protocol):
@@ -116,7 +124,7 @@ class Series:
 
     __slots__ = ("series_id", "trigger", "timeline", "misfire_grace", "catch_up", "max_catch_up",
                  "overlap", "on_error", "recheck", "last_fire", "running", "paused",
-                 "stopped", "_seq", "_next", "_ready", "_jump")
+                 "stopped", "stop_reason", "_seq", "_next", "_ready", "_jump")
 
     def __init__(self, series_id: Hashable, trigger: Trigger, now: Reading, *,
                  last_fire: float | None = None, misfire_grace: float | None = 1.0,
@@ -155,6 +163,7 @@ class Series:
         self.running: Fire | None = None
         self.paused = False
         self.stopped = False
+        self.stop_reason: str | None = None  # why it stopped, once it did
         self._jump: Jump | None = None  # seen while busy: names the reasons at the next decision
 
     # -- the scheduler's calls -------------------------------------------------------------
@@ -190,6 +199,9 @@ class Series:
         fire = self.running
         if fire is None:
             raise RuntimeError("begin() without a run decided")
+        if self.stopped:  # ended while the run waited; its scheduler reports it not started
+            self.running = None
+            return False, []
         lateness = self._clock(now) - fire.fire_time
         if lateness <= self.misfire_grace or fire.lateness > self.misfire_grace:
             return True, []  # on time, or already reported late when decided
@@ -199,7 +211,10 @@ class Series:
         return True, [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
 
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
-        """The run ``poll`` returned has ended at ``now``; ``failed``: it raised."""
+        """The run ``poll`` returned has ended at ``now``; ``failed``: it raised.
+
+        After the series stopped, only the failure of that run is reported.
+        """
         fire = self.running
         if fire is None:
             raise RuntimeError("finished() without a run in progress")
@@ -207,10 +222,18 @@ class Series:
         events: list[Event] = []
         if failed:
             events.append(self._event(FAILED, ERROR, fire.fire_time, fire.lateness))
-            if self.on_error == "stop":
-                events += self._stop(ERROR, fire.fire_time, fire.lateness)
-                return events
+        if self.stopped:
+            return events
+        if failed and self.on_error == "stop":
+            events += self._stop(ERROR, fire.fire_time, fire.lateness)
+            return events
         end = self._clock(now)
+        restarted = self._seq.after_run(end)
+        if restarted is not self._seq and not self._ready:
+            # fixed delay: what was due is superseded by the grid from this end
+            self._seq = restarted
+            self._next = restarted.first()
+            return events
         if self.overlap == "queue" or self._next is None or self._next >= end:
             return events
         # fire times that came due while the run was in progress: [self._next, end)
@@ -252,10 +275,13 @@ class Series:
         self.paused = True
 
     def resume(self, now: Reading) -> list[Event]:
-        """Resume; the fire times that came due while paused are skipped, with events."""
+        """Resume; the fire times that came due while paused are skipped, with events
+        (none once the series stopped: it reports nothing after its end)."""
         if not self.paused:
             return []
         self.paused = False
+        if self.stopped:
+            return []
         self._jump = None
         t = self._clock(now)
         if self._next is None or self._next > t:
@@ -430,6 +456,7 @@ class Series:
     def _stop(self, reason: str, fire: float | None, lateness: float) -> list[Event]:
         """End the series: the runs decided but not started are skipped, for ``reason``."""
         self.stopped = True
+        self.stop_reason = reason
         # count 1: the fire times a run stood for were reported as coalesced already
         events = [self._event(SKIPPED, reason, run.fire_time, lateness) for run in self._ready]
         self._ready.clear()

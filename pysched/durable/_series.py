@@ -157,6 +157,24 @@ class SeriesDriver:
             return Entry(row.generation, None, None, [], {}, row, refused=True)
         return Entry(row.generation, series, fn, args, kwargs, row)
 
+    def holds(self, series_id: str) -> bool:
+        """Whether the store held a series of this id when this process last read it."""
+        with self.lock:
+            return series_id in self.entries
+
+    def end(self, series_id: str, reason: str = CANCELLED_REASON) -> bool:
+        """End the series of this id in the store (every process follows) and here, for
+        ``reason`` ("cancelled", or "replaced" by a one-shot task of its id); False if the
+        store held none."""
+        ended = self.table.end(series_id) is not None
+        with self.lock:
+            self.entries.pop(series_id, None)
+            if series_id in self.book:
+                self.book.cancel(series_id, reason)
+            self.wakeup.notify_all()
+        self.book.flush()
+        return ended
+
     # -- deciding and running ---------------------------------------------------------------
 
     def tick(self) -> bool:
@@ -200,6 +218,7 @@ class SeriesDriver:
         with self.lock:
             current = self.entries.get(str(series.series_id))
             replaced = current is not None and current.series is not series
+        replaced = replaced or series.stop_reason == REPLACED
         reason = CLOSED if self.closing else REPLACED if replaced else CANCELLED_REASON
         return Event(series.series_id, SKIPPED, reason, fire_time, now.wall - fire_time, 1,
                      fire_time, "wall")

@@ -55,6 +55,12 @@ def encode_spec(trigger: Cron | Every, policies: Policies, created: float) -> st
                                 "nonexistent": trigger.nonexistent,
                                 "ambiguous": trigger.ambiguous}
     elif isinstance(trigger, Every):
+        if trigger.fixed_delay:
+            raise ValueError("trigger: a durable series cannot run with a fixed delay: when a "
+                             "run ends is one process's; use a fixed rate")
+        if trigger.start_at is not None:
+            raise ValueError("trigger: start_at is a time on this process's monotonic clock; "
+                             "a durable series needs start, a datetime")
         start = (trigger.start.timestamp() if trigger.start is not None
                  else created + trigger.seconds)
         data = {"kind": "every", "seconds": trigger.seconds, "start": start}

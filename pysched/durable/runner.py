@@ -36,7 +36,8 @@ from typing import Any
 
 from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
-from ..calendar import Cron, Event, Every, Reading, Series
+from ..calendar import Cron, Event, Every, Series, read_clocks
+from ..calendar.events import REPLACED
 from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
@@ -156,7 +157,7 @@ class DurableScheduler:
         self._series = SeriesDriver(
             self.store.series_table(), owner=self.owner, registry=registry,
             served=lambda ref, queue: s.served()(ref, queue),
-            read=lambda: Reading(wall_clock(), clock()), lease=lease,
+            read=lambda: read_clocks(wall_clock, clock), lease=lease,
             start=self._runs.submit, scheduler=self, retention=retention)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
@@ -298,6 +299,9 @@ class DurableScheduler:
                 futures.append(future)
             s.wake.notify()
         cancel_all(cancelled)
+        for task in new:  # a task id is one thing: a one-shot replaces its series
+            if self._series.holds(task.task_id):
+                self._series.end(task.task_id, REPLACED)
         return futures
 
     def cancel(self, task_id: str) -> bool:
@@ -310,8 +314,9 @@ class DurableScheduler:
         """
         check_key(task_id, "task_id")
         version = self.store.cancel(task_id)
+        series = self._series.end(task_id)
         if version is None:
-            return False
+            return series
         s = self._s
         with s.lock:
             cancelled = self._mirror.cancel_local(task_id, version)
@@ -382,11 +387,20 @@ class DurableScheduler:
         spec = encode_spec(trigger, Policies(misfire_grace, catch_up, overlap, on_error,
                                              max_catch_up), now.wall)
         self._check_open()
+        self._replace_one_shot(task_id)
         generation = self._series.table.put(task_id, spec, ref, args_text, priority, queue,
                                             now.wall)
         entry = self._series.adopt(SeriesRow(task_id, generation, ACTIVE, spec, ref, args_text,
                                              priority, queue, now.wall, None))
         return DurableSeriesHandle(self._series, entry, entry.series or probe)
+
+    def _replace_one_shot(self, task_id: str) -> None:
+        """A series of ``task_id`` replaces its pending one-shot version (a running one runs on)."""
+        version = self.store.cancel(task_id)
+        if version is not None:
+            with self._s.lock:
+                cancelled = self._mirror.cancel_local(task_id, version)
+            cancel_all(cancelled)
 
     def add_listener(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(event)`` for each event of the recurring series decided here."""

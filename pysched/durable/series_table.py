@@ -76,6 +76,11 @@ class SeriesTable(ABC):
         """Set the state of this generation unless it is cancelled; False if not found."""
 
     @abstractmethod
+    def end(self, series_id: str) -> int | None:
+        """Cancel the series of this id, whatever its generation; the generation ended, or
+        None if there is none that is not cancelled already."""
+
+    @abstractmethod
     def rows(self) -> list[SeriesRow]:
         """Every series that is not cancelled."""
 
@@ -144,6 +149,14 @@ class MemorySeriesTable(SeriesTable):
                 return False
             row["state"] = state
             return True
+
+    def end(self, series_id: str) -> int | None:
+        with self._lock:
+            row = self._series.get(series_id)
+            if row is None or row["state"] == CANCELLED:
+                return None
+            row["state"] = CANCELLED
+            return int(row["generation"])
 
     def rows(self) -> list[SeriesRow]:
         with self._lock:
@@ -296,6 +309,12 @@ class SQLSeriesTable(SeriesTable):
             f"UPDATE {self._s} SET state = :state WHERE series_id = :id"
             " AND generation = :generation AND state <> 'cancelled' RETURNING series_id",
             {"id": series_id, "generation": generation, "state": state}))
+
+    def end(self, series_id: str) -> int | None:
+        found = self._sql(
+            f"UPDATE {self._s} SET state = 'cancelled' WHERE series_id = :id"
+            " AND state <> 'cancelled' RETURNING generation", {"id": series_id})
+        return int(found[0][0]) if found else None
 
     def rows(self) -> list[SeriesRow]:
         found = self._sql(

@@ -252,7 +252,10 @@ class PoolBook:
                     self.deadlines.finished()
                 if failure is None:
                     self.core.complete(task)
-                    counts.completed += 1
+                    if fut._series is not None and not fut._series.fired:
+                        counts.idle_wakeups += 1  # woke its series, ran no function
+                    else:
+                        counts.completed += 1
                 else:
                     self.core.fail(task, failure)
                     counts.failed += 1

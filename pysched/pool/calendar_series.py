@@ -1,12 +1,12 @@
-"""Calendar series in the pool: a ``pysched.calendar.Series`` driven by the pool's own heap.
+"""Recurring series in the pool: a ``pysched.calendar.Series`` driven by the pool's own heap.
 
-Each pending version of a calendar series is a wake-up: the core holds it at
-the series' next wake time on the pool's clock, and when a worker runs it,
-``CalendarRecurrence.run`` reads both clocks, lets the series decide, and
-calls the user's function only for a fire time the series starts (never
-before its wall-clock instant). Then the book asks ``next_run`` for the next
-wake-up, as it does for ``schedule_every``'s fixed-rate series; nothing else
-in the pool changes.
+Every recurring series of the pool, ``schedule_recurring``'s and
+``schedule_every``'s, is one of these. Each pending version of a series is a
+wake-up: the core holds it at the series' next wake time on the pool's clock,
+and when a worker runs it, ``CalendarRecurrence.run`` reads both clocks, lets
+the series decide, and calls the user's function only for a fire time the
+series starts (never before its wall-clock instant). Then the book asks
+``next_run`` for the next wake-up; nothing else in the pool changes.
 
 Lock order: the pool's lock, then the calendar lock (``next_run`` is called
 under the pool's lock); the calendar lock is never held while taking the
@@ -21,22 +21,29 @@ series goes on or stops by ``on_error``, and a failed wake-up looks again
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
-from datetime import datetime
 from typing import Any
 
-from .._validate import check_capacity, check_time
-from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
+from ..calendar import (
+    ClockWatch,
+    Event,
+    EventHub,
+    Reading,
+    Series,
+    clock_jump_event,
+    read_clocks,
+)
 from ..calendar.current import CURRENT_FIRE
-from ..calendar.events import ERROR
-from ..calendar.handle import fire_datetimes
+from ..calendar.events import COALESCED, ERROR, SKIPPED
+from ..calendar.handle import SeriesHandle
 from .book import REPLACED
 from .future import TaskFuture
-from .recurring import CONTINUE, FIXED_DELAY, SKIP, STOP, Recurrence
+from .recurring import CONTINUE, STOP, Recurrence
 from .token import CANCELLED, CLOSED
 
-__all__ = ["CalendarRecurrence", "PoolCalendar", "RecurringHandle"]
+__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "pool_series_handle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
 PAUSED_POLL = 1.0
@@ -58,8 +65,7 @@ class PoolCalendar:
 
     def read(self) -> Reading:
         """Both clocks; the error of a clock that raises or gives no finite number."""
-        return Reading(check_time(self.wall_clock(), "wall_clock()"),
-                       check_time(self.clock(), "clock()"))
+        return read_clocks(self.wall_clock, self.clock)
 
     def observe(self, now: Reading, events: list[Event]) -> Any:
         """The jump since the last look, if any (its event added to ``events``); under lock."""
@@ -70,21 +76,34 @@ class PoolCalendar:
 
 
 class CalendarRecurrence(Recurrence):
-    """The pool's series record for a calendar ``Series``: each run is a wake-up."""
+    """The pool's series record for a ``Series``: each run is a wake-up."""
 
-    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last")
+    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last", "_skipped",
+                 "_coalesced")
 
     def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
                  fn: Callable[..., Any], args: tuple[Any, ...],
                  kwargs: Mapping[str, Any]) -> None:
-        on_error = CONTINUE if series.on_error == "continue" else STOP
-        super().__init__(1.0, FIXED_DELAY, SKIP, on_error, priority, 0.0)
+        super().__init__(CONTINUE if series.on_error == "continue" else STOP, priority)
         self.series = series
         self.calendar = calendar
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.last: Reading | None = None  # the latest reading; None: the last read failed
+        # fire times skipped and coalesced since next_run last handed them to the book
+        self._skipped = 0
+        self._coalesced = 0
+
+    def tally(self, events: list[Event]) -> list[Event]:
+        """Count the fire times ``events`` skip or coalesce, for the pool's counters; under
+        the calendar lock. Returns ``events``."""
+        for event in events:
+            if event.kind == SKIPPED:
+                self._skipped += event.count or 0
+            elif event.kind == COALESCED:
+                self._coalesced += event.count or 0
+        return events
 
     def ended(self, fut: Future[Any]) -> None:
         """The series' Future is done: the series ends (its event says why).
@@ -109,11 +128,13 @@ class CalendarRecurrence(Recurrence):
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
-        last = self.last
-        if last is None:
-            return end + RETRY, 0, 0
         with self.calendar.lock:
-            return self._wake(Reading(last.wall + (end - last.mono), end)), 0, 0
+            counted = self._skipped, self._coalesced
+            self._skipped = self._coalesced = 0
+            last = self.last
+            if last is None:
+                return end + RETRY, *counted
+            return self._wake(Reading(last.wall + (end - last.mono), end)), *counted
 
     def _wake(self, now: Reading) -> float:
         wake = self.series.next_wake(now)
@@ -127,19 +148,21 @@ class CalendarRecurrence(Recurrence):
         calendar = self.calendar
         series = self.series
         events: list[Event] = []
+        self.fired = False
         with calendar.lock:
             self.last = None
             self.last = now = calendar.read()
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
-            events += decision.events
+            events += self.tally(decision.events)
             start = False
             if decision.start is not None:
                 start, begun = series.begin(now)
-                events += begun
+                events += self.tally(begun)
         calendar.hub.emit(events)
         if not start:
             return
+        self.fired = True
         failed = True
         context = CURRENT_FIRE.set(decision.start)
         try:
@@ -158,71 +181,52 @@ class CalendarRecurrence(Recurrence):
                 end = calendar.read()
             except Exception as exc:
                 end, error = start, exc
-            events = self.series.finished(end, failed or error is not None)
+            events = self.tally(self.series.finished(end, failed or error is not None))
             self.last = end  # the start's reading when the end's failed: still a good one
         calendar.hub.emit(events)
         if error is not None:
             raise error
 
 
-class RecurringHandle:
-    """What ``ThreadPoolScheduler.schedule_recurring`` returns.
+class PoolSeries:
+    """A pool series as its ``SeriesHandle`` acts on it (``pysched.calendar.handle.SeriesOwner``).
 
-    ``next_fire_times(n)``, ``pause()``, ``resume()``, ``cancel()``; ``future``
-    is the series' Future (cancelled when the series is cancelled or replaced,
-    failed by a run that stops it under ``on_error="stop"``).
+    The series is the pool's while its Future is not done. Pausing and
+    resuming act on the series under the calendar lock (the handle's);
+    cancelling is the Future's cancel, which takes the pool's lock, so it is
+    never called under the calendar lock. A paused series looks every
+    ``PAUSED_POLL`` seconds whether it was resumed: nothing to notify.
     """
 
-    __slots__ = ("task_id", "future", "_record")
+    __slots__ = ("record", "future", "_outbox")
 
-    def __init__(self, task_id: Hashable, future: TaskFuture,
-                 record: CalendarRecurrence) -> None:
-        self.task_id = task_id
+    def __init__(self, record: CalendarRecurrence, future: TaskFuture) -> None:
+        self.record = record
         self.future = future
-        self._record = record
+        self._outbox: deque[Event] = deque()  # flush() pops unlocked while resume() appends
 
-    def __repr__(self) -> str:
-        state = "cancelled" if self.cancelled else "paused" if self.paused else "active"
-        return f"<RecurringHandle {self.task_id!r} {state}>"
+    def get(self, series_id: Hashable) -> Series | None:
+        return None if self.future.done() else self.record.series
 
-    @property
-    def cancelled(self) -> bool:
-        """True once the series ended: cancelled, replaced, closed or stopped by an error."""
-        return self.future.done()
+    def pause(self, series_id: Hashable) -> None:
+        self.record.series.pause()
 
-    @property
-    def paused(self) -> bool:
-        return self._record.series.paused
+    def resume(self, series_id: Hashable, now: Reading) -> None:
+        self._outbox.extend(self.record.tally(self.record.series.resume(now)))
 
-    def next_fire_times(self, n: int) -> list[datetime]:
-        """The next ``n`` fire times not yet handled, as aware datetimes (see SeriesHandle)."""
-        n = check_capacity(n, "n")
-        if self.cancelled:
-            return []
-        record = self._record
-        with record.calendar.lock:
-            fires = record.series.next_fire_times(n)
-            now = record.calendar.read()
-        return fire_datetimes(record.series, fires, now)
-
-    def pause(self) -> None:
-        """Start no more runs until ``resume``; a run in progress goes on. Nothing once ended."""
-        series = self._record.series
-        with self._record.calendar.lock:
-            if not series.stopped:
-                series.pause()
-
-    def resume(self) -> None:
-        """Resume (within a second of the pool's clock); fire times meanwhile are skipped.
-
-        Nothing once the series ended: no fire time of it is reported skipped after its end.
-        """
-        calendar = self._record.calendar
-        series = self._record.series
-        with calendar.lock:
-            events = [] if series.stopped else series.resume(calendar.read())
-        calendar.hub.emit(events)
-
-    def cancel(self) -> bool:
-        """End the series; False if it had already ended (or been replaced)."""
+    def cancel(self, series: Series) -> bool:
         return not self.future.done() and self.future.cancel()
+
+    def flush(self) -> None:
+        events: list[Event] = []
+        while self._outbox:
+            events.append(self._outbox.popleft())
+        self.record.calendar.hub.emit(events)
+
+
+def pool_series_handle(task_id: Hashable, future: TaskFuture,
+                       record: CalendarRecurrence) -> SeriesHandle:
+    """The handle ``ThreadPoolScheduler.schedule_recurring`` returns for ``record``."""
+    calendar = record.calendar
+    return SeriesHandle(PoolSeries(record, future), record.series, read=calendar.read,
+                        lock=calendar.lock, future=future)

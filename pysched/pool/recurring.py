@@ -1,27 +1,34 @@
-"""When the runs of a recurring series are due, and what overlapping runs become.
+"""The pool's record of a recurring series, and what ``schedule_every`` means as a series.
 
-Fixed rate: run k is due at ``start + k * interval``, computed by
-multiplication so no rounding error accumulates from run to run. Fixed delay:
-the next run is due ``interval`` after the previous run returned.
+Every recurring series in the pool is a ``pysched.calendar.Series`` run by
+``pysched.pool.calendar_series``; ``Recurrence`` is what the pool's book needs
+of it (its priority, ``on_error``, whether it stopped, its next wake-up).
 
-A run "comes due while the previous one is still running" when its time is
-strictly before the moment the previous run returned. The core never runs two
-versions of one task id at once, so no policy makes runs overlap; the overlap
-policy (fixed rate only) says what happens to the runs that came due meanwhile:
+``schedule_every`` is ``schedule_recurring`` with an ``Every`` trigger:
+``mode="fixed_rate"``: run k due at ``start_at + k * interval`` (``Every(interval,
+start_at=...)``, computed by multiplication, so no rounding accumulates);
+``"fixed_delay"``: due ``interval`` after the previous run returned
+(``fixed_delay=True``). A run is never missed for being late
+(``misfire_grace=None``), and runs never overlap; ``overlap`` says what
+becomes of the fire times that come due while a run is in progress (strictly
+before it returned):
 
 - ``skip``: they are dropped (counted in ``skipped``); the next run is the
   first one due at or after the end.
-- ``coalesce``: they become one run, started at once (its ``run_at`` is the
+- ``coalesce``: they become one run, started at once (its fire time is the
   latest of them; the others count in ``coalesced``); then the schedule goes on.
 - ``queue``: each of them runs, back to back, and the schedule catches up
-  (Java's ``scheduleAtFixedRate``).
+  (Java's ``scheduleAtFixedRate``), at most ``QUEUE_BOUND`` at a time.
 
-Fixed delay never has a run come due during another, so it ignores the policy.
+Fire times that came due while the pool had no free worker (several at one
+wake-up): under ``skip`` and ``coalesce`` the newest runs and the older are
+skipped (reason ``catch_up_cap``); under ``queue`` each runs, up to the bound.
+Fixed delay never has a fire time come due during a run, so it ignores the policy.
 """
 
 from __future__ import annotations
 
-import math
+from ..calendar.series import SCAN_LIMIT
 
 FIXED_RATE = "fixed_rate"
 FIXED_DELAY = "fixed_delay"
@@ -36,56 +43,37 @@ STOP = "stop"
 CONTINUE = "continue"
 ON_ERRORS = (STOP, CONTINUE)
 
-__all__ = ["MODES", "ON_ERRORS", "OVERLAPS", "Recurrence"]
+# The most fire times of a queueing schedule_every series run back to back after one
+# wake-up: a pool stalled for a long time cannot queue millions.
+QUEUE_BOUND = SCAN_LIMIT
+
+__all__ = ["MODES", "ON_ERRORS", "OVERLAPS", "QUEUE_BOUND", "Recurrence", "every_catch_up"]
+
+
+def every_catch_up(overlap: str) -> int:
+    """``max_catch_up`` of a ``schedule_every`` series with this overlap policy."""
+    return QUEUE_BOUND if overlap == QUEUE else 1
 
 
 class Recurrence:
-    """The timing state of one recurring series.
+    """What the pool's book needs of a recurring series' record.
 
-    ``index`` is the fixed-rate index of the run now pending or running;
     ``stopped`` turns true once when the series ends (cancelled, replaced,
     closed, or a run failed under ``on_error="stop"``); whoever turns it owns
-    resolving the series' Future. The scheduler reads and writes it under its lock.
+    resolving the series' Future. The book reads and writes it under its lock.
+    ``fired`` says whether the last wake-up ran the user's function (the
+    book counts it completed) or nothing (an idle wake-up).
     """
 
-    __slots__ = ("interval", "mode", "overlap", "on_error", "priority", "start", "index",
-                 "stopped")
+    __slots__ = ("on_error", "priority", "stopped", "fired")
 
-    def __init__(self, interval: float, mode: str, overlap: str, on_error: str,
-                 priority: int, start: float) -> None:
-        self.interval = interval  # > 0, finite
-        self.mode = mode
-        self.overlap = overlap
+    def __init__(self, on_error: str, priority: int) -> None:
         self.on_error = on_error
         self.priority = priority
-        self.start = start  # due time of run 0
-        self.index = 0
         self.stopped = False
+        self.fired = True
 
     def next_run(self, end: float) -> tuple[float, int, int]:
-        """After the current run returned at ``end``: (next run_at, skipped, coalesced).
-
-        The returned time may be infinite for an absurdly long series; the
-        caller ends the series then. O(1).
-        """
-        interval = self.interval
-        if self.mode == FIXED_DELAY:
-            self.index += 1
-            return end + interval, 0, 0
-        k = self.index + 1
-        if self.overlap == QUEUE or self.start + k * interval >= end:
-            self.index = k
-            return self.start + k * interval, 0, 0
-        # j: the first index due at or after ``end``; runs k .. j-1 came due during the run
-        j = max(k, math.ceil((end - self.start) / interval))
-        while self.start + j * interval < end:  # float rounding of the division above
-            j += 1
-        while j - 1 > k and self.start + (j - 1) * interval >= end:
-            j -= 1
-        missed = j - k
-        if self.overlap == SKIP:
-            self.index = j
-            return self.start + j * interval, missed, 0
-        # COALESCE: one run now, standing for the latest missed one
-        self.index = j - 1
-        return self.start + (j - 1) * interval, 0, missed - 1
+        """After a run (a wake-up) returned at ``end``: (next run_at, fire times skipped,
+        fire times coalesced since the last call). The book's call, under its lock."""
+        raise NotImplementedError

@@ -28,13 +28,22 @@ from .._validate import (
     check_priority,
     check_time,
 )
-from ..calendar import Cron, Event, Every, Series
+from ..calendar import Cron, Event, Every, Series, SeriesHandle
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .book import PoolBook
-from .calendar_series import CalendarRecurrence, PoolCalendar, RecurringHandle
+from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
 from .clocks import checked_clock, waiter_for
 from .future import _NO_KWARGS, TaskFuture
-from .recurring import FIXED_RATE, MODES, ON_ERRORS, OVERLAPS, SKIP, STOP, Recurrence
+from .recurring import (
+    FIXED_DELAY,
+    FIXED_RATE,
+    MODES,
+    ON_ERRORS,
+    OVERLAPS,
+    SKIP,
+    STOP,
+    every_catch_up,
+)
 from .threads import PoolThreads
 from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
 
@@ -173,32 +182,33 @@ class ThreadPoolScheduler(Executor):
                        timeout: float | None = None) -> TaskFuture:
         """Run ``fn`` every ``interval`` seconds as a recurring series of ``task_id``.
 
-        The first run is due at ``start_at`` (default: one interval from now).
-        ``mode`` is "fixed_rate" (run k due at start_at + k * interval) or
-        "fixed_delay" (due interval after the previous run returned).
-        ``overlap`` ("skip", "coalesce" or "queue") says what becomes of runs
-        that come due while one is still running; runs never overlap (see
-        ``pysched.pool.recurring``). ``on_error``: "stop" (the default, as Java's
-        executors do) ends the series when a run raises or times out, and its
-        Future fails with that exception; "continue" counts the failure and
-        goes on. Each run is a new version of ``task_id``; ``cancel(task_id)``
-        or cancelling the returned Future stops the series. That Future never
+        ``schedule_recurring`` with an ``Every`` trigger, no misfire grace, and
+        the series' Future returned. The first run is due at ``start_at``
+        (default: one interval from now). ``mode`` is "fixed_rate" (run k due
+        at start_at + k * interval) or "fixed_delay" (due interval after the
+        previous run returned). ``overlap`` ("skip", "coalesce" or "queue")
+        says what becomes of runs that come due while one is still running;
+        runs never overlap (see ``pysched.pool.recurring``). ``on_error``:
+        "stop" (the default, as Java's executors do) ends the series when a run
+        raises or times out, and its Future fails with that exception;
+        "continue" counts the failure and goes on. ``cancel(task_id)`` or
+        cancelling the returned Future stops the series. That Future never
         gets a result: it is cancelled or fails.
         """
         check_hashable(task_id, "task_id")
         interval = _check_seconds(interval, "interval", allow_zero=False)
-        priority = check_priority(priority, "priority")
         check_choice(mode, "mode", MODES)
         check_choice(overlap, "overlap", OVERLAPS)
         check_choice(on_error, "on_error", ON_ERRORS)
         if start_at is not None:
             start_at = check_time(start_at, "start_at")
-        fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        now = self._clock()
-        first = now + interval if start_at is None else start_at
-        fut._series = Recurrence(interval, mode, overlap, on_error, priority, first)
-        self._pool.add(task_id, first, priority, fut, now)
-        return fut
+        trigger = Every(interval, start_at=start_at, fixed_delay=mode == FIXED_DELAY)
+        series = self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
+                                         misfire_grace=None, overlap=overlap,
+                                         on_error=on_error, max_catch_up=every_catch_up(overlap),
+                                         timeout=timeout).future
+        assert isinstance(series, TaskFuture)  # the pool's handles carry the series' Future
+        return series
 
     def schedule_recurring(self, task_id: Hashable, trigger: Cron | Every, priority: int,
                            fn: Callable[..., Any], args: Iterable[Any] = (),
@@ -206,7 +216,7 @@ class ThreadPoolScheduler(Executor):
                            misfire_grace: float | None = 1.0, catch_up: str = "latest",
                            overlap: str = "skip", on_error: str = "continue",
                            max_catch_up: int = 100,
-                           timeout: float | None = None) -> RecurringHandle:
+                           timeout: float | None = None) -> SeriesHandle:
         """Run ``fn`` at each fire time of ``trigger`` (a ``Cron`` or an ``Every``).
 
         A calendar trigger fires on the wall clock (``wall_clock``), never
@@ -236,7 +246,7 @@ class ThreadPoolScheduler(Executor):
         fut._series = record
         self._pool.add(task_id, record.first_wake(), priority, fut, self._clock())
         fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
-        return RecurringHandle(task_id, fut, record)
+        return pool_series_handle(task_id, fut, record)
 
     def add_listener(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""

@@ -1,11 +1,15 @@
 """Counters and start-lateness samples of a ThreadPoolScheduler.
 
 Every version a scheduler accepted ends in exactly one of completed, failed,
-timed_out, cancelled, replaced or evicted, or is still pending or running, so
-``scheduled == pending + running + completed + failed + timed_out + cancelled
-+ replaced + evicted`` at any moment the lock is held. ``rejected`` counts
-schedules refused by backpressure (never accepted). ``skipped`` and
-``coalesced`` count recurring runs that never became versions.
+timed_out, cancelled, replaced, evicted or idle_wakeups, or is still pending
+or running, so ``scheduled == pending + running + completed + failed +
+timed_out + cancelled + replaced + evicted + idle_wakeups`` at any moment the
+lock is held. ``completed`` counts the user's functions that returned: a
+one-shot version, or a run of a recurring series; ``idle_wakeups`` counts the
+versions that woke a recurring series and ran no function (no fire time
+started then: not due yet, paused, or skipped as too late). ``rejected``
+counts schedules refused by backpressure (never accepted). ``skipped`` and
+``coalesced`` count recurring fire times that never ran on their own.
 
 Lateness (start minus run_at, on the scheduler's clock) keeps an exact count
 and maximum and a uniform sample of at most ``size`` values (Vitter's
@@ -20,7 +24,7 @@ import random
 from typing import Any
 
 COUNTERS = ("scheduled", "completed", "failed", "timed_out", "cancelled", "replaced",
-            "evicted", "rejected", "skipped", "coalesced")
+            "evicted", "idle_wakeups", "rejected", "skipped", "coalesced")
 
 __all__ = ["COUNTERS", "Counters", "LatenessReservoir"]
 
@@ -38,6 +42,7 @@ class Counters:
         self.cancelled = 0
         self.replaced = 0
         self.evicted = 0
+        self.idle_wakeups = 0
         self.rejected = 0
         self.skipped = 0
         self.coalesced = 0
