@@ -10,10 +10,11 @@ Throughput: whole runs (start to shutdown) of N due no-ops through 4 workers,
 collected by a result() loop, wait() or as_completed(); each repeat runs every
 contender once with a fresh executor, in an order rotated between repeats.
 Shown: the median rate of R runs, the ratio of medians to ThreadPoolExecutor
-in the same idiom, and the lowest and highest ratio of the runs paired within
-a repeat. Lateness: tasks spread evenly over S seconds with idle workers
-(defaults 10,000 over 1 s); start minus due time, as seen by the task itself;
-the contenders in turns, each percentile the median of L runs.
+in the same idiom, the lowest and highest ratio of the runs paired within a
+repeat, and the median of the process's context switches per task (a lock
+convoy shows there first). Lateness: tasks spread evenly over S seconds with
+idle workers (defaults 10,000 over 1 s); start minus due time, as seen by the
+task itself; the contenders in turns, each percentile the median of L runs.
 """
 
 from __future__ import annotations
@@ -49,9 +50,10 @@ def main(argv: list[str] | None = None) -> None:
           f" load average {load}")
     print(f"throughput: median of {args.repeat} whole runs of {args.tasks:,} tasks")
     result = throughput(args.tasks, repeat=args.repeat)
-    table("due no-ops, 4 workers", ["tasks/s", "ratio", "ratio min-max"],
+    table("due no-ops, 4 workers", ["tasks/s", "ratio", "ratio min-max", "switches/task"],
           [(name, [f"{row['tasks_per_s']:,.0f}", f"{row['ratio']:.2f}",
-                   f"{row['min_ratio']:.2f}-{row['max_ratio']:.2f}"])
+                   f"{row['min_ratio']:.2f}-{row['max_ratio']:.2f}",
+                   f"{row['switches_per_task']:.3f}"])
            for name, row in result.items()])
     contenders = lateness_contenders(args.late_tasks, args.span)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in contenders}

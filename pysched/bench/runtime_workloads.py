@@ -125,7 +125,9 @@ def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, 
     Keyed by ``label(contender, idiom)``; each ratio is against
     ThreadPoolExecutor in the same idiom: ``ratio`` of the medians, and
     ``min_ratio``/``max_ratio`` of the runs paired within each repeat;
-    ``min_tasks_per_s``/``max_tasks_per_s`` the spread of the rates.
+    ``min_tasks_per_s``/``max_tasks_per_s`` the spread of the rates;
+    ``switches_per_task`` the median of the process's context switches per
+    task (a lock convoy shows there first).
     """
     makers: dict[str, tuple[Callable[[], Any], bool]] = {
         BASELINE: (partial(ThreadPoolExecutor, workers), False)}
@@ -138,10 +140,13 @@ def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, 
             for contender, (make, by_id) in makers.items()
             if not by_id or idiom == "result()"]
     rates: dict[str, list[float]] = {name: [] for name, *_ in runs}
+    switches: dict[str, list[float]] = {name: [] for name, *_ in runs}
     for turn in range(repeat):
         shift = turn % len(runs)
         for name, make, by_id, collect in runs[shift:] + runs[:shift]:
+            before = _context_switches()
             rates[name].append(n / whole_run(make, n, by_id, collect))
+            switches[name].append((_context_switches() - before) / n)
     result = {}
     for idiom in IDIOMS:
         base = rates[label(BASELINE, idiom)]
@@ -154,8 +159,20 @@ def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, 
                     "ratio": statistics.median(taken) / statistics.median(base),
                     "min_ratio": min(paired), "max_ratio": max(paired),
                     "min_tasks_per_s": min(taken), "max_tasks_per_s": max(taken),
+                    "switches_per_task": statistics.median(
+                        switches[label(contender, idiom)]),
                     "idiom": idiom}
     return result
+
+
+def _context_switches() -> int:
+    """The process's context switches so far, all threads, voluntary or not (0 if unknown)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
 
 
 def _due_times(n: int, span: float, lead: float) -> list[float]:
