@@ -20,9 +20,9 @@ Lock order and who runs what: one lock, with four Conditions on it (idle
 workers, the timing worker, the dispatcher, close waiters); cancel tokens
 wait on it too. Under it run only the book, the core, dict, deque and
 Condition operations, and task ids' ``__hash__``/``__eq__`` (which therefore
-must not call back into the pool). A TaskFuture's own lock is taken only without this one, except
-that nothing else is ever locked inside a Future's lock, so the order is
-this lock, then a Future's. User code and where it runs:
+must not call back into the pool). A TaskFuture's own lock is taken only
+without this one, except that nothing else is ever locked inside a Future's
+lock, so the order is this lock, then a Future's. User code and where it runs:
 
 - task functions: on the worker that started the version;
 - done callbacks: on the thread that resolves the Future: the worker that ran
@@ -385,9 +385,11 @@ class PoolThreads:
                         # due itself, with no hand-off from another thread on the way.
                         self.timing = True
                         self.timer_at = now + work
-                        self.wait(self.timer_cv, self.timer_at, now)
-                        self.timing = False
-                        self.timer_at = _INF
+                        try:
+                            self.wait(self.timer_cv, self.timer_at, now)
+                        finally:  # a clock's wait_until hook may raise
+                            self.timing = False
+                            self.timer_at = _INF
                     else:
                         self.idle += 1
                         self.work_ready.wait()
