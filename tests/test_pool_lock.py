@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pysched.pool import lock as lock_module
-from pysched.pool.lock import PoolLock, pool_lock
+from pysched.pool.lock import PoolLock, hot_path_ops, pool_lock
 from pysched.threadpool import ThreadPoolScheduler
 
 WAIT = 20.0  # only turns a hang into a failure
@@ -171,3 +171,25 @@ def test_a_pools_lock_is_a_pool_lock(impl: Any) -> None:
     with ThreadPoolScheduler(2, _core_factory=impl.Scheduler) as pool:
         assert isinstance(pool._pool.lock, PoolLock)
         assert pool.submit(int, "7").result(WAIT) == 7
+
+
+@pytest.mark.parametrize("make", [PoolLock, threading.Lock])
+def test_hot_path_ops_lock_and_wait_as_with_does(make: Any) -> None:
+    lock = make()
+    try_acquire, wait_acquire, release = hot_path_ops(lock)
+    assert try_acquire(False) and lock.locked()
+    assert not try_acquire(False)
+    taken = threading.Event()
+
+    def other() -> None:  # finds it held, waits, then holds it
+        if not try_acquire(False):
+            wait_acquire()
+        taken.set()
+        release()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    assert not taken.wait(0.01)  # held by this thread throughout: it cannot have it
+    release()
+    thread.join(WAIT)
+    assert taken.is_set() and not lock.locked()

@@ -69,7 +69,7 @@ from .._validate import check_time
 from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups, PoolBook, end_futures
 from .clocks import Waiter
 from .future import TaskFuture
-from .lock import pool_lock
+from .lock import hot_path_ops, pool_lock
 from .token import CancelToken, _current_run, run_callbacks
 
 LOGGER = logging.getLogger("pysched")
@@ -110,6 +110,8 @@ class PoolThreads:
     def __init__(self, book_factory: Callable[[PoolThreads], PoolBook],
                  clock: Callable[[], float], wait: Waiter, prefix: str) -> None:
         self.lock = pool_lock()  # see pysched.pool.lock for why it is not a threading.Lock
+        # The lock's own methods, for the sections every task goes through.
+        self.try_lock, self.wait_lock, self.unlock = hot_path_ops(self.lock)
         self.work_ready = threading.Condition(self.lock)  # idle workers wait here
         self.dispatch_cv = threading.Condition(self.lock)  # the dispatcher waits here
         self.timer_cv = threading.Condition(self.lock)  # the timing worker waits here
@@ -295,6 +297,7 @@ class PoolThreads:
 
     def _work_loop(self) -> None:
         lock = self.lock
+        try_lock, wait_lock, unlock = self.try_lock, self.wait_lock, self.unlock
         read_clock = self.read_clock
         book = self.book
         set_current = _current_run.set
@@ -311,7 +314,9 @@ class PoolThreads:
             while True:
                 now = read_clock(start)
                 # Finish the previous version and start the next in one critical section.
-                with lock:
+                if not try_lock(False):
+                    wait_lock()
+                try:
                     if fut is not None:
                         failure, owns = book.finish(task, fut, True, start, now, failure, ended)
                     # Done callbacks are user code that may take long: claim the next
@@ -319,6 +324,8 @@ class PoolThreads:
                     # another worker could run it.
                     if fut is None or not (owns and fut._callback_list):
                         work = self._next_work(now, ended)
+                finally:
+                    unlock()
                 if fut is not None:
                     if owns:
                         if fut._series is None or failure is not None:
