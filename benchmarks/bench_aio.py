@@ -6,19 +6,24 @@
 - ``capped``: n no-op coroutines at most ``cap`` at a time, against an
   ``asyncio.Semaphore`` of ``cap`` around ``loop.create_task``.
 
+``--context-vars k`` sets k context variables in the context every contender
+schedules from (0 by default: asyncio's own context holds none), since a
+version of a context without variables keeps no copy of it.
+
 Each figure is the CPU time of this process (``time.process_time``) from the
 first schedule call to the last run, the median of ``repeats`` runs taken in
 turns (each contender once per round, on a fresh loop), so machine noise hits
 all alike. ``--loop uvloop`` runs every contender on uvloop instead.
 
 Run: ``python benchmarks/bench_aio.py [--n 100000] [--cap 100] [--repeats 7]
-[--loop asyncio|uvloop] [--core c|py]``.
+[--loop asyncio|uvloop] [--core c|py] [--context-vars 0]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import gc
 import statistics
 import sys
@@ -31,6 +36,14 @@ from pysched.aio import AsyncScheduler
 from pysched.bench import runtime_workloads
 
 Workload = Callable[[], Coroutine[Any, Any, float]]
+
+_VARS = [contextvars.ContextVar(f"bench_var_{k}") for k in range(16)]
+
+
+def _set_context_vars(count: int) -> None:
+    """Give the current context ``count`` variables, each with an object of its own."""
+    for var in _VARS[:count]:
+        var.set(object())
 
 
 def _counter(loop: asyncio.AbstractEventLoop,
@@ -129,24 +142,32 @@ def _loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
     return asyncio.new_event_loop
 
 
-def _run(workload: Workload, new_loop: Callable[[], asyncio.AbstractEventLoop]) -> float:
+async def _in_context_with_vars(count: int, workload: Workload) -> float:
+    """``workload()`` in this Task, once its context has ``count`` variables."""
+    _set_context_vars(count)
+    return await workload()
+
+
+def _run(workload: Workload, new_loop: Callable[[], asyncio.AbstractEventLoop],
+         context_vars: int = 0) -> float:
     gc.collect()
     loop = new_loop()
     try:
-        return loop.run_until_complete(workload())
+        return loop.run_until_complete(_in_context_with_vars(context_vars, workload))
     finally:
         loop.close()
 
 
 def in_turns(contenders: dict[str, Workload], repeats: int,
-             new_loop: Callable[[], asyncio.AbstractEventLoop]) -> dict[str, float]:
+             new_loop: Callable[[], asyncio.AbstractEventLoop],
+             context_vars: int = 0) -> dict[str, float]:
     """The median seconds of each contender over ``repeats`` rounds, one run each per round."""
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for workload in contenders.values():  # an untimed warm-up each
-        _run(workload, new_loop)
+        _run(workload, new_loop, context_vars)
     for _ in range(repeats):
         for name, workload in contenders.items():
-            samples[name].append(_run(workload, new_loop))
+            samples[name].append(_run(workload, new_loop, context_vars))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -159,6 +180,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
     parser.add_argument("--core", choices=["c", "py"], default=None)
     parser.add_argument("--only", choices=["due", "spread", "capped"], action="append")
+    parser.add_argument("--context-vars", type=int, default=0, choices=range(len(_VARS) + 1),
+                        metavar=f"0..{len(_VARS)}")
     args = parser.parse_args(argv)
     cores = runtime_workloads.cores()
     core_name = args.core or ("c" if "c" in cores else "py")
@@ -177,10 +200,11 @@ def main(argv: list[str]) -> None:
             "Semaphore+create_task": lambda: capped_semaphore(n, cap)}),
     }
     print(f"pysched {pysched.__version__} ({core_name} core), Python {sys.version.split()[0]},"
-          f" {args.loop} loop; CPU seconds, median of {args.repeats} runs in turns")
+          f" {args.loop} loop, {args.context_vars} context variables;"
+          f" CPU seconds, median of {args.repeats} runs in turns")
     for key in args.only or list(groups):
         title, contenders = groups[key]
-        medians = in_turns(contenders, args.repeats, new_loop)
+        medians = in_turns(contenders, args.repeats, new_loop, args.context_vars)
         ours = medians["AsyncScheduler"]
         print(f"{title}:")
         for name, seconds in medians.items():

@@ -164,7 +164,7 @@ def test_futures_carry_the_task_id_and_version(make_scheduler, loop_factory):
         return first, second
 
     first, second = run(main, loop_factory)
-    assert isinstance(second, AsyncTaskFuture) and isinstance(second, asyncio.Future)
+    assert isinstance(second, AsyncTaskFuture) and asyncio.isfuture(second)
     assert (first.task_id, first.version, second.version) == ("a", 1, 2)
     assert first.cancelled() and first.cancel_reason == "replaced"
     assert second.result() == 0 and second.cancel_reason is None

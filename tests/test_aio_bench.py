@@ -46,3 +46,16 @@ def test_each_workload_reaches_its_last_call():
             assert loop.run_until_complete(workload()) >= 0.0
         finally:
             loop.close()
+
+
+def test_context_vars_reach_every_workload():
+    import asyncio
+    import contextvars
+
+    bench = load_bench()
+
+    async def workload():
+        return float(len(contextvars.copy_context()))
+
+    base = bench._run(workload, asyncio.new_event_loop)  # what the caller's context holds
+    assert bench._run(workload, asyncio.new_event_loop, 3) == base + 3

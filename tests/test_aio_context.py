@@ -78,22 +78,26 @@ def test_versions_from_three_handlers_each_see_their_handler(make_scheduler, loo
         assert seen == tag or seen == (tag, tag), name
 
 
+def plain_set(value):
+    request_id.set(value)
+    return request_id.get()
+
+
+async def coro_set(value):
+    request_id.set(value)
+    await asyncio.sleep(0)
+    return request_id.get()
+
+
+SETTERS = [plain_set, coro_set, plain_set, coro_set]
+
+
 def test_a_version_changes_only_its_own_copy(make_scheduler, loop_factory):
-    def plain_set(value):
-        request_id.set(value)
-        return request_id.get()
-
-    async def coro_set(value):
-        request_id.set(value)
-        await asyncio.sleep(0)
-        return request_id.get()
-
     async def main():
         request_id.set("caller")
         async with make_scheduler(max_concurrency=1) as s:
             # In turn, on one slot: a leak from one into the next would show.
-            futures = [s.schedule(k, 0.0, -k, fn, (f"v{k}",))
-                       for k, fn in enumerate([plain_set, coro_set, plain_set, coro_set])]
+            futures = [s.schedule(k, 0.0, -k, fn, (f"v{k}",)) for k, fn in enumerate(SETTERS)]
             seen_by_next = s.schedule("reader", 0.0, -10, read_plain)
             results = [await fut for fut in futures]
             return results, await seen_by_next, request_id.get()
@@ -114,3 +118,28 @@ def test_a_replacement_runs_in_the_context_of_the_call_that_replaced(make_schedu
             return old.cancel_reason, await new
 
     assert run(main, loop_factory) == ("replaced", "second")
+
+
+def test_versions_scheduled_from_a_context_without_variables_share_nothing(make_scheduler,
+                                                                            loop_factory):
+    # Such a version keeps no copy of its caller's context (there is nothing
+    # in it): each must still run in a context of its own.
+    async def main():
+        async with make_scheduler(max_concurrency=1) as s:
+            def schedule_all_from_here():
+                assert len(contextvars.copy_context()) == 0
+                futures = [s.schedule(k, 0.0, -k, fn, (f"v{k}",))
+                           for k, fn in enumerate(SETTERS)]
+                later = [s.schedule_in(("later", k), 0.001, -k, fn, (f"w{k}",))
+                         for k, fn in enumerate(SETTERS)]
+                readers = [s.schedule("reader", 0.0, -10, read_plain),
+                           s.schedule_in("reader later", 0.002, 0, read_coro)]
+                return futures + later, readers
+
+            futures, readers = contextvars.Context().run(schedule_all_from_here)
+            results = [await fut for fut in futures]
+            return results, [await fut for fut in readers], contextvars.copy_context()
+
+    results, seen_by_readers, caller = run(main, loop_factory)
+    assert results == ["v0", "v1", "v2", "v3", "w0", "w1", "w2", "w3"]
+    assert seen_by_readers == ["-", "-"] and request_id not in caller

@@ -3,18 +3,26 @@
 Invariants (the scheduler is used from its loop's thread only, as asyncio
 objects are, so no lock is needed):
 
-- ``_pending[tid]`` is the Future of the core's pending version of ``tid``
-  and ``_running[tid]`` that of its running (claimed) version; both change
-  only together with the core, so ``len(_pending) == len(core)``.
-- ``len(_running)`` never exceeds ``max_concurrency``: the pump claims only
-  below it, and only while open.
+- The versions, the state and the counts live in a ``pysched.pool.book``
+  Book, the ThreadPoolScheduler's: ``book.pending[tid]`` is the Future of
+  the core's pending version of ``tid`` and ``book.running[tid]`` that of
+  its running (claimed) version; both change only together with the core,
+  so ``len(book.pending) == len(core)``. Cancelling, replacing a claimed
+  version, closing and releasing what never started are the book's methods;
+  schedule, claim and the finish of a plain callable are done inline on its
+  dicts (tests/test_aio_book.py pins them to the book's own methods).
+- ``len(book.running)`` never exceeds ``max_concurrency``: the pump claims
+  only below it, and only while open.
 - Nothing polls: the pump starts every due version, then arms one
   ``loop.call_at`` timer for the head (none when at the cap or empty); a
   schedule, a finished run or the timer queue the next pump with
   ``call_soon``, at most one at a time.
-- Each version runs in a copy of the context its ``schedule()`` call saw.
-  A plain callable is called directly by the pump; only an awaitable it
-  returns gets an asyncio Task.
+- Each version runs in a copy of the context its ``schedule()`` call saw
+  (a fresh empty one when that held no variables). A plain callable is
+  called directly by the pump; only an awaitable it returns gets an
+  asyncio Task.
+- A version's Future (``AsyncTaskFuture``) follows asyncio's Future
+  protocol without being an ``asyncio.Future`` (see ``pysched.aio._future``).
 - The start rule: a claimed version whose coroutine has not begun (its Task
   has not taken its first step) is still replaced, cancelled or closed as a
   pending one is, and never runs a line.

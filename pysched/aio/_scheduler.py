@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 import time
-from asyncio import get_running_loop
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from contextvars import copy_context
+from contextvars import Context, copy_context
 from inspect import isawaitable
+from threading import get_ident
 from types import CoroutineType
-from typing import Any
+from typing import Any, cast
 
 from .. import _impl
 from .._close_state import CLOSED as STATE_CLOSED
-from .._close_state import CLOSING, OPEN, check_transition
-from .._errors import SchedulerClosed
+from .._close_state import CLOSING, OPEN
 from .._validate import check_capacity, check_hashable, check_time
 from ..calendar import Cron, Event, Every, SeriesHandle
+from ..pool.book import Book, NoWakeups
 from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
-from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
+from ._future import CANCELLED, CLOSED, FINISHED, PENDING, REPLACED, AsyncTaskFuture
 from ._host import Host
 from .series import SeriesDriver
 
@@ -32,27 +33,18 @@ __all__ = ["AsyncScheduler"]
 # schedule()'s default, the same object as every (): without arguments fn is
 # stored as it is, and the core checks it.
 _NO_ARGS: tuple[Any, ...] = ()
+# A version's Future is made without __init__: schedule() sets its fields.
+_new_future = object.__new__
 
-# Counted here; "scheduled" and "completed" are the core's own counts (every
-# version is one core.schedule() call, every completed one a core.complete()),
-# which spares the two counts that every version would pay for.
+
+def _never() -> bool:
+    return False
+
+# How versions ended, besides completed, as stats() tells them: the book's
+# counts. "scheduled" and "completed" are the core's own counts (every
+# version is one core.schedule() call, every completed one a
+# core.complete()), which spares the two counts every version would pay for.
 _COUNTERS = ("failed", "cancelled", "replaced")
-
-
-class _Counts:
-    """How versions ended so far, besides completed: one int attribute per name in _COUNTERS."""
-
-    __slots__ = _COUNTERS
-
-    def __init__(self) -> None:
-        self.failed = self.cancelled = self.replaced = 0
-
-    def as_dict(self, core: Any) -> dict[str, int]:
-        """Every count, "scheduled" and "completed" from ``core`` (None before binding)."""
-        stats = {"scheduled": 0, "completed": 0} if core is None else core.stats()
-        result = {"scheduled": stats["scheduled"], "completed": stats["completed"]}
-        result.update((name, getattr(self, name)) for name in _COUNTERS)
-        return result
 
 
 class AsyncScheduler:
@@ -97,14 +89,19 @@ class AsyncScheduler:
         self._cancel_running_on_close = bool(cancel_running_on_close)
         self._core_factory = _core_factory or _impl.Scheduler
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The thread _bind() or the pump last saw the loop run on, and the loop's
+        # is_running: schedule()'s check that it is called from the running loop.
+        self._thread: int | None = None
+        self._loop_running: Callable[[], bool] = _never
         self._core: Any = None  # made on binding, with the loop's clock
-        self._state = OPEN
-        self._pending: dict[Hashable, AsyncTaskFuture] = {}
-        self._running: dict[Hashable, AsyncTaskFuture] = {}
+        # The versions, the state and the counts, in the pool's book: nothing to
+        # wake (the pump looks for itself), no bound, no aging, no lateness kept.
+        self._book: Book[AsyncTaskFuture[Any]] = Book(
+            None, max_concurrency or sys.maxsize, 0.0, None, None, 1, NoWakeups())
         # asyncio Tasks of versions released before they began: each ends at its
         # first step without running any of its code.
         self._orphans: set[asyncio.Task[Any]] = set()
-        self._calling: AsyncTaskFuture | None = None  # the version whose fn is being called
+        self._calling: AsyncTaskFuture[Any] | None = None  # the version whose fn is being called
         self._host: Host | None = None  # while there is work
         self._ended_host: asyncio.Task[None] | None = None  # the last host, still returning
         # The scheduler's own callbacks run in a context of their own: none of
@@ -113,9 +110,8 @@ class AsyncScheduler:
         self._pump_handle: asyncio.Handle | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._drain_waiters: list[asyncio.Future[None]] = []
-        self._counts = _Counts()
-        self._peak = 0
-        self._series = SeriesDriver(wall_clock, self.schedule, self._on_loop_shutdown,
+        # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
+        self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), self._on_loop_shutdown,
                                     self._replace_one_shot)
 
     # -- public API -------------------------------------------------------
@@ -123,7 +119,7 @@ class AsyncScheduler:
     @property
     def state(self) -> str:
         """The life-cycle state: open, closing or closed."""
-        return self._state
+        return self._book.state
 
     @property
     def max_concurrency(self) -> int | None:
@@ -132,7 +128,7 @@ class AsyncScheduler:
 
     def schedule(self, task_id: Hashable, run_at: float, priority: int, fn: Callable[..., Any],
                  args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,
-                 ) -> AsyncTaskFuture:
+                 ) -> AsyncTaskFuture[Any]:
         """Run ``fn(*args, **kwargs)`` at ``run_at`` on ``loop.time()``, as the newest version.
 
         Returns that version's Future. The version replaces the one of
@@ -142,29 +138,42 @@ class AsyncScheduler:
         TypeError/ValueError/OverflowError naming a bad argument; a refused
         call changes nothing. O(log n).
         """
-        loop = get_running_loop()
-        if loop is not self._loop:
-            loop = self._bind()
-        if self._state is not OPEN:
-            raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
+        # On the loop's thread with the loop running, as _bind() last saw: the
+        # loop runs this thread's calls (cheaper than get_running_loop(), which
+        # on 3.10 and 3.11 makes a getpid() system call each time).
+        if get_ident() != self._thread or not self._loop_running():
+            self._bind()
+        loop: Any = self._loop
+        book = self._book
+        if book.state is not OPEN:
+            book.check_open("schedule")
         call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = self._core.schedule(task_id, run_at, priority, call)  # checks the rest
         if self._series.holds(task_id):  # a task id is one thing: this replaces its series
             self._series.end(task_id, REPLACED)
-        fut = AsyncTaskFuture(loop=loop)
+        fut: AsyncTaskFuture[Any] = _new_future(AsyncTaskFuture)  # its fields, set here:
+        fut._loop = loop
+        fut._state = PENDING
         fut._owner = self
         fut._task_id = task_id
         fut._version = version
-        fut._context = copy_context()
-        old = self._pending.setdefault(task_id, fut)  # one lookup when nothing is replaced
+        # A context without variables is not kept: the version gets a fresh empty
+        # one when it starts, the same to it, and nothing more for the
+        # collector to walk while it is pending.
+        fut._context = copy_context() or None
+        # The book's add(), inline: it is the path every version takes.
+        old = book.pending.setdefault(task_id, fut)  # one lookup when nothing is replaced
         if old is not fut:  # the core has just replaced its version
-            self._pending[task_id] = fut
-            self._counts.replaced += 1
-            old._resolve_cancelled(REPLACED)
-        elif self._running:
-            run = self._running.get(task_id)
-            if run is not None and not self._has_begun(run):
-                self._release(run, REPLACED)
+            book.pending[task_id] = fut
+            ended: list[AsyncTaskFuture[Any]] = []
+            book.replaced(old, ended)
+            self._end_unstarted(ended)
+        elif book.running:
+            run = book.running.get(task_id)
+            if run is not None:  # ended unless it started
+                ended = []
+                book.end_claimed(run, REPLACED, ended)
+                self._end_unstarted(ended)
         if self._host is None:
             self._host = Host(loop, self._on_loop_shutdown)
         if self._pump_handle is None:
@@ -173,7 +182,7 @@ class AsyncScheduler:
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
                     args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,
-                    ) -> AsyncTaskFuture:
+                    ) -> AsyncTaskFuture[Any]:
         """``schedule()`` at ``delay`` (>= 0) seconds from now on ``loop.time()``."""
         delay = check_time(delay, "delay")
         if delay < 0:
@@ -190,25 +199,26 @@ class AsyncScheduler:
         when nothing of ``task_id`` is pending or running. O(1) amortised.
         """
         check_hashable(task_id, "task_id")
-        fut = self._pending.get(task_id)
-        run = self._running.get(task_id)
-        if fut is not None:
-            self._cancel_version(fut, CANCELLED)
-        if run is not None:
-            self._cancel_version(run, CANCELLED)
+        ended: list[AsyncTaskFuture[Any]] = []
+        found, started = self._book.cancel(task_id, CANCELLED, ended)
+        self._end_unstarted(ended)
+        if started is not None:
+            self._stop(started, CANCELLED)
         series = self._series.end(task_id, CANCELLED)
-        return fut is not None or run is not None or series
+        self._settle()
+        return found or series
 
     def _replace_one_shot(self, task_id: Hashable) -> None:
         """A series of ``task_id`` replaces its one-shot version that has not started."""
-        fut = self._pending.pop(task_id, None)
+        book = self._book
+        ended: list[AsyncTaskFuture[Any]] = []
+        fut = book.pending.get(task_id)
         if fut is not None:
-            self._core.cancel_pending(task_id)
-            self._counts.replaced += 1
-            fut._resolve_cancelled(REPLACED)
-        run = self._running.get(task_id)
-        if run is not None and not self._has_begun(run):
-            self._release(run, REPLACED)
+            book.drop_pending(task_id, fut, REPLACED, ended)
+        run = book.running.get(task_id)
+        if run is not None:
+            book.end_claimed(run, REPLACED, ended)  # unless it started
+        self._end_unstarted(ended)
         self._settle()
 
     def state_of(self, task_id: Hashable) -> str | None:
@@ -236,8 +246,7 @@ class AsyncScheduler:
         ``next_fire_times(n)``, ``pause()``, ``resume()`` and ``cancel()``.
         """
         loop = self._bind()
-        if self._state is not OPEN:
-            raise SchedulerClosed(f"cannot schedule: the scheduler is {self._state}")
+        self._book.check_open("schedule")
         return self._series.add(loop, task_id, trigger, priority, fn, args, kwargs,
                                 misfire_grace=misfire_grace, catch_up=catch_up,
                                 overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
@@ -261,18 +270,18 @@ class AsyncScheduler:
         """
         if cancel_running is None:
             cancel_running = self._cancel_running_on_close
-        if self._state is OPEN:
-            self._state = check_transition(self._state, CLOSING)
-            self._series.close()
+        book = self._book
+        if book.state is OPEN:
+            ended: list[AsyncTaskFuture[Any]] = []
+            book.close(ended)  # open -> closing; every pending version ends
+            for run in list(book.running.values()):
+                book.end_claimed(run, CLOSED, ended)  # unless it started
+            self._end_unstarted(ended)
             self._disarm()
             if self._pump_handle is not None:
                 self._pump_handle.cancel()
                 self._pump_handle = None
-            for fut in list(self._pending.values()):
-                self._cancel_version(fut, CLOSED)
-            for run in list(self._running.values()):
-                if not self._has_begun(run):
-                    self._release(run, CLOSED)
+            self._series.close()  # its listeners are called
         if cancel_running:
             self._cancel_running(CLOSED)
         self._settle()
@@ -288,7 +297,7 @@ class AsyncScheduler:
         """
         self.close(cancel_running=cancel_running)
         interrupted: asyncio.CancelledError | None = None
-        while len(self._running) > (self._own_run() is not None) or self._orphans:
+        while len(self._book.running) > (self._own_run() is not None) or self._orphans:
             waiter: asyncio.Future[None] = self._bind().create_future()
             self._drain_waiters.append(waiter)
             try:
@@ -314,83 +323,99 @@ class AsyncScheduler:
     def stats(self) -> dict[str, Any]:
         """Counts and sizes: pending, running, peak_running and how versions ended. O(1)."""
         result: dict[str, Any] = {
-            "state": self._state,
-            "pending": len(self._pending),
-            "running": len(self._running),
-            "peak_running": self._peak,
+            "state": self._book.state,
+            "pending": len(self._book.pending),
+            "running": len(self._book.running),
+            "peak_running": self._book.peak,
             "max_concurrency": self._max_concurrency,
         }
-        result.update(self._counts.as_dict(self._core))
+        result.update(self._counts())
         result["series_events"] = self._series.hub.stats()
         return result
 
     def __repr__(self) -> str:
-        return (f"<AsyncScheduler {self._state} max_concurrency={self._max_concurrency}"
-                f" pending={len(self._pending)} running={len(self._running)}>")
+        return (f"<AsyncScheduler {self._book.state} max_concurrency={self._max_concurrency}"
+                f" pending={len(self._book.pending)} running={len(self._book.running)}>")
 
     def _check(self) -> None:
         """Assert the invariants of the package docstring (tests call this)."""
-        counts = self._counts.as_dict(self._core)
-        assert counts["scheduled"] == len(self._pending) + len(self._running) + (
+        book = self._book
+        pending, running = book.pending, book.running
+        counts = self._counts()
+        assert counts["scheduled"] == len(pending) + len(running) + (
             counts["completed"] + counts["failed"] + counts["cancelled"] + counts["replaced"]
         ), "ledger"
         cap = self._max_concurrency
-        assert cap is None or len(self._running) <= cap, "cap"
+        assert cap is None or len(running) <= cap, "cap"
         if self._core is not None:
             self._core._check()
-            assert len(self._core) == len(self._pending), "pending mirrors the core"
-            assert self._core.stats()["running"] == len(self._running), "running mirrors the core"
-            for task_id in self._pending:
+            assert len(self._core) == len(pending), "pending mirrors the core"
+            assert self._core.stats()["running"] == len(running), "running mirrors the core"
+            for task_id in pending:
                 assert self._core.state(task_id) == "pending"
-        if self._state is OPEN:
-            assert (self._host is None) == (not self._pending and not self._running), "host"
+        if book.state is OPEN:
+            assert (self._host is None) == (not pending and not running), "host"
         else:
-            assert not self._pending and self._timer is None
-        if self._state is STATE_CLOSED:
-            assert not self._running and not self._orphans
+            assert not pending and self._timer is None
+        if book.state is STATE_CLOSED:
+            assert not running and not self._orphans
 
     # -- internals ----------------------------------------------------------
 
+    def _counts(self) -> dict[str, int]:
+        """How many versions were scheduled and how they ended (see _COUNTERS)."""
+        core_stats = {"scheduled": 0, "completed": 0} if self._core is None else self._core.stats()
+        result = {"scheduled": core_stats["scheduled"], "completed": core_stats["completed"]}
+        result.update((name, getattr(self._book.counts, name)) for name in _COUNTERS)
+        return result
+
     def _bind(self) -> asyncio.AbstractEventLoop:
+        """The running loop, which the scheduler binds to on first use; RuntimeError otherwise."""
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
-            self._core = self._core_factory(clock=loop.time)
+            self._loop_running = loop.is_running
+            self._core = self._book.core = self._core_factory(clock=loop.time)
         elif self._loop is not loop:
             raise RuntimeError("this AsyncScheduler is bound to a different event loop")
+        self._thread = get_ident()
         return loop
 
-    def _own_run(self) -> AsyncTaskFuture | None:
+    def _own_run(self) -> AsyncTaskFuture[Any] | None:
         """The running version whose code is calling us, if any."""
         if self._calling is not None:
             return self._calling
         current = asyncio.current_task()
         if current is not None:
-            for run in self._running.values():
+            for run in self._book.running.values():
                 if run._aio is current:
                     return run
         return None
 
-    def _has_begun(self, run: AsyncTaskFuture) -> bool:
+    def _has_begun(self, run: AsyncTaskFuture[Any]) -> bool:
         """Whether any code of a running (claimed) version has run."""
         return run is self._calling or run._aio is None or has_begun(run._coro)
 
-    def _cancel_version(self, fut: AsyncTaskFuture, reason: str, msg: Any = None) -> bool:
-        """Cancel the version of ``fut``, pending or running."""
-        task_id = fut._task_id
-        if self._pending.get(task_id) is fut:
-            del self._pending[task_id]
-            self._core.cancel_pending(task_id)  # a running older version runs on
-            self._counts.cancelled += 1
-            fut._resolve_cancelled(reason, msg)
-            self._settle()
-            return True
-        if self._running.get(task_id) is not fut:  # already finished
+    def _cancel_version(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
+        """``fut.cancel(msg)``: end its version unless it started, else stop it (see _stop)."""
+        ended: list[AsyncTaskFuture[Any]] = []
+        done = self._book.cancel_future(fut, ended)
+        if done is None:  # no longer the book's: it ended already
             return False
-        if not self._has_begun(fut):
-            self._release(fut, reason, msg)
-            self._settle()
-            return True
+        self._end_unstarted(ended, msg)
+        self._settle()
+        return done or self._stop(fut, reason, msg)
+
+    def _end_unstarted(self, ended: list[AsyncTaskFuture[Any]], msg: Any = None) -> None:
+        """Resolve the Futures of versions the book ended unstarted; release claimed ones now."""
+        running = self._book.running
+        for fut in ended:
+            if running.get(fut._task_id) is fut:
+                self._release(fut)
+            fut._resolve_cancelled(fut._cancel_reason or CANCELLED, msg)
+
+    def _stop(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
+        """Ask a started version to stop: cancel its Task, or once its fn or first step returns."""
         if fut._stop_reason is None:
             fut._stop_reason = reason
             fut._stop_msg = msg
@@ -399,15 +424,10 @@ class AsyncScheduler:
             return True
         return fut._aio.cancel(msg if msg is not None else reason)
 
-    def _release(self, run: AsyncTaskFuture, reason: str, msg: Any = None) -> None:
-        """End a claimed version that has not begun, as if it never was: it never will."""
-        del self._running[run._task_id]
-        self._core.release(run._task)
+    def _release(self, run: AsyncTaskFuture[Any]) -> None:
+        """A claimed version ended before it began: release it, and its Task ends unrun."""
+        self._book.release(run._task, run)
         run._task = None
-        if reason == REPLACED:
-            self._counts.replaced += 1
-        else:
-            self._counts.cancelled += 1
         aio = run._aio
         assert aio is not None
         if not aio.done():  # else something cancelled it already (a loop shutting down)
@@ -416,7 +436,6 @@ class AsyncScheduler:
             aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
         run._coro.close()  # so the coroutine is not reported as never awaited
         run._aio = run._coro = None
-        run._resolve_cancelled(reason, msg)
 
     def _orphan_done(self, aio: asyncio.Task[Any]) -> None:
         self._orphans.discard(aio)
@@ -424,9 +443,11 @@ class AsyncScheduler:
 
     def _cancel_running(self, reason: str) -> None:
         own = self._own_run()
-        for run in list(self._running.values()):
-            if run is not own:
-                self._cancel_version(run, reason)
+        running = self._book.running
+        # Only started versions run once closing: close() ended the others.
+        for run in list(running.values()):
+            if run is not own and running.get(run._task_id) is run:
+                self._stop(run, reason)
 
     def _on_loop_shutdown(self) -> None:
         """The host was cancelled: the loop is going away, so is the scheduler's work."""
@@ -436,7 +457,7 @@ class AsyncScheduler:
         self.close(cancel_running=True)
 
     def _request_pump(self) -> None:
-        if self._pump_handle is None and self._state is OPEN:
+        if self._pump_handle is None and self._book.state is OPEN:
             assert self._loop is not None
             self._pump_handle = self._loop.call_soon(self._pump, context=self._own_context)
 
@@ -445,10 +466,15 @@ class AsyncScheduler:
 
         Claims at most as many versions as were pending when it began, so a
         callable that schedules itself due now runs once per loop iteration,
-        as with ``call_soon``, instead of starving the loop.
+        as with ``call_soon``, instead of starving the loop. A plain callable
+        is called and finished right here, the path most versions take; a
+        version whose fn returns an awaitable or raises goes on in
+        ``_await_result`` or ``_call_raised``.
         """
         self._pump_handle = None
-        if self._state is not OPEN:
+        self._thread = get_ident()  # where the loop runs now, even if it moved
+        book = self._book
+        if book.state is not OPEN:
             return
         host = self._host
         if host is not None and host.lost():
@@ -456,87 +482,104 @@ class AsyncScheduler:
             return
         assert self._loop is not None
         core = self._core
+        claim = core.next
         now = self._loop.time()
         cap = self._max_concurrency
-        running = self._running
-        budget = len(self._pending)
-        while True:
-            if budget == 0:  # more may be due: look again on the next iteration
-                if self._pending:
-                    self._request_pump()
-                else:
-                    self._disarm()
-                break
+        pending = book.pending
+        running = book.running
+        complete = core.complete
+        finished = FINISHED
+        for _ in range(len(pending)):  # more may be due after: look again on the next iteration
             if cap is not None and len(running) >= cap:
                 self._disarm()  # a finishing run pumps again
                 break
-            head = core.next(now)
-            if head is None:
+            task = claim(now)
+            if task is None:
                 self._disarm()
                 break
-            if head.__class__ is float:  # not due yet: wake at the head's own run_at
+            if task.__class__ is float:  # not due yet: wake at the head's own run_at
                 self._arm(core.peek()[0])
                 break
-            budget -= 1
-            self._start(head)
-            if self._state is not OPEN:  # a callable closed the scheduler
+            task_id = task.task_id
+            fut = pending.pop(task_id)
+            running[task_id] = fut
+            if len(running) > book.peak:
+                book.peak = len(running)
+            context: Any = fut._context
+            if context is None:
+                context = Context()
+            else:
+                fut._context = None
+            # While its fn is called the version is _calling; only one that returns
+            # an awaitable gets the fields of a Task (_task, _aio, _coro).
+            self._calling = fut
+            try:
+                result = context.run(task.fn)
+            except BaseException as exc:  # noqa: BLE001 - the version's outcome, as in a Task
+                self._calling = None
+                self._call_raised(fut, task, exc)
+            else:
+                self._calling = None
+                # inspect.isawaitable, with the common answers (None, a coroutine) first.
+                if result is not None and (result.__class__ is CoroutineType
+                                           or isawaitable(result)):
+                    self._await_result(fut, task, result, context)
+                else:
+                    del running[task_id]
+                    if fut._stop_reason is None:  # _end()'s first case, inline
+                        complete(task)
+                        fut._result = result  # set_result(), inline
+                        fut._state = finished
+                        if fut._callbacks:
+                            fut._schedule_callbacks()
+                    else:
+                        self._end(fut, task, result, None, in_call=True)
+            if book.state is not OPEN:  # a callable closed the scheduler
                 break
+        else:
+            if pending:
+                self._request_pump()
+            else:
+                self._disarm()
         self._settle()
 
-    def _start(self, task: Any) -> None:
-        """Call a claimed version's fn in its context; await what it returns in a Task."""
-        task_id = task.task_id
-        fut = self._pending.pop(task_id)
-        running = self._running
-        running[task_id] = fut
-        if len(running) > self._peak:
-            self._peak = len(running)
-        context: Any = fut._context
-        fut._context = None
-        # While its fn is called the version is _calling; only one that returns
-        # an awaitable gets the fields of a Task (_task, _aio, _coro).
+    def _await_result(self, fut: AsyncTaskFuture[Any], task: Any, result: Any,
+                      context: Any) -> None:
+        """A version's fn returned an awaitable: await it in an asyncio Task in its context."""
+        assert self._loop is not None
+        fut._task = task
+        fut._aio = None
+        fut._coro = result if result.__class__ is CoroutineType else None
+        # An eager task factory runs the first step in here (so the version
+        # counts as "calling"), and may even end it before create_task returns.
         self._calling = fut
         try:
-            result = context.run(task.fn)
-            # inspect.isawaitable, with the common answers (a coroutine, None) first.
-            if result.__class__ is CoroutineType or (result is not None and isawaitable(result)):
-                assert self._loop is not None
-                fut._task = task
-                fut._aio = None
-                fut._coro = result if result.__class__ is CoroutineType else None
-                # An eager task factory runs the first step in here (still "calling"),
-                # and may even end the version before create_task returns.
-                coro = self._await_version(fut, result)
-                if TASKS_TAKE_A_CONTEXT:
-                    aio = self._loop.create_task(coro, context=context)
-                else:  # the Task copies the current context
-                    aio = context.run(self._loop.create_task, coro)
-                if running.get(task_id) is fut:  # not ended by an eager first step
-                    fut._aio = aio
-                    if fut._stop_reason is not None:  # cancelled while its fn ran
-                        aio.cancel(fut._stop_msg if fut._stop_msg is not None
-                                   else fut._stop_reason)
-                return
-        except BaseException as exc:  # noqa: BLE001 - each outcome is the version's, as in a Task
-            if running.get(task_id) is not fut:  # an eager first step ended it, then raised
-                raise
-            del running[task_id]
-            self._end(fut, task, None, exc, in_call=True)
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                self._request_pump()  # what is due still runs if the loop goes on
-                raise
-            return
-        finally:
+            coro = self._await_version(fut, result)
+            if TASKS_TAKE_A_CONTEXT:
+                aio = self._loop.create_task(coro, context=context)
+            else:  # the Task copies the current context
+                aio = context.run(self._loop.create_task, coro)
+        except BaseException as exc:  # noqa: BLE001
             self._calling = None
-        del running[task_id]
-        if fut._stop_reason is None:  # _end()'s first case, inline: most versions take it
-            fut._owner = None
-            self._core.complete(task)
-            fut.set_result(result)
-        else:
-            self._end(fut, task, result, None, in_call=True)
+            if self._book.running.get(fut._task_id) is not fut:  # an eager first step ended it
+                raise
+            self._call_raised(fut, task, exc)
+            return
+        self._calling = None
+        if self._book.running.get(fut._task_id) is fut:  # not ended by an eager first step
+            fut._aio = aio
+            if fut._stop_reason is not None:  # cancelled while its fn ran
+                aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
 
-    async def _await_version(self, fut: AsyncTaskFuture, awaitable: Any) -> None:
+    def _call_raised(self, fut: AsyncTaskFuture[Any], task: Any, exc: BaseException) -> None:
+        """A version's fn (or its eager first step) raised ``exc``: fail or cancel it."""
+        del self._book.running[fut._task_id]
+        self._end(fut, task, None, exc, in_call=True)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            self._request_pump()  # what is due still runs if the loop goes on
+            raise exc
+
+    async def _await_version(self, fut: AsyncTaskFuture[Any], awaitable: Any) -> None:
         """The coroutine of a version's asyncio Task: await its result, then finish it.
 
         Finishing here rather than in a done callback spares a loop callback
@@ -550,7 +593,7 @@ class AsyncScheduler:
             raise
         except BaseException as error:  # noqa: BLE001
             exc, result = error, None
-        running = self._running
+        running = self._book.running
         del running[fut._task_id]
         task, fut._task = fut._task, None
         self._end(fut, task, result, exc, in_call=fut._aio is None)  # None: an eager first step
@@ -562,14 +605,13 @@ class AsyncScheduler:
         if exc is not None and isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise exc
 
-    def _end(self, fut: AsyncTaskFuture, task: Any, result: Any, exc: BaseException | None,
+    def _end(self, fut: AsyncTaskFuture[Any], task: Any, result: Any, exc: BaseException | None,
              *, in_call: bool) -> None:
         """Finish a version that has left ``_running``: the core, the counters, its Future.
 
         ``task`` is its core Task; ``in_call`` says it ended without a Task
         awaiting it (its fn returned or raised, or an eager first step ended it).
         """
-        fut._owner = None
         if exc is None and fut._stop_reason is not None and in_call:
             # A call asked to stop while it ran ends cancelled, as a Task
             # cancelled in its last step does.
@@ -580,27 +622,27 @@ class AsyncScheduler:
                 fut.set_result(result)
         elif isinstance(exc, asyncio.CancelledError):
             self._core.fail(task, exc)
-            self._counts.cancelled += 1
+            self._book.counts.cancelled += 1
             msg = fut._stop_msg
             if msg is None and exc.args:
                 msg = exc.args[0]
             fut._resolve_cancelled(fut._stop_reason or CANCELLED, msg)
         else:
             self._core.fail(task, exc)
-            self._counts.failed += 1
+            self._book.counts.failed += 1
             if not fut.done():
                 fut.set_exception(settable(exc))
 
     def _settle(self) -> None:
         """After versions ended: let the host go when idle, close when closing and idle."""
-        if not self._running:
+        if not self._book.running:
             host = self._host
-            if host is not None and not self._pending:
+            if host is not None and not self._book.pending:
                 self._host = None
                 host.end()
                 self._ended_host = host.task
-            if self._state is CLOSING and not self._orphans:
-                self._state = check_transition(self._state, STATE_CLOSED)
+            if self._book.state is CLOSING and not self._orphans:
+                self._book.set_state(STATE_CLOSED)
         if self._drain_waiters:
             waiters, self._drain_waiters = self._drain_waiters, []
             for waiter in waiters:

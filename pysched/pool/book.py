@@ -1,18 +1,30 @@
-"""The book of a pool: its versions, their Futures, its state and its counters.
+"""The book of a scheduler: its versions, their Futures, its state and its counters.
 
-``PoolBook`` mirrors the core: ``pending[tid]`` is the TaskFuture of the
-core's pending version of ``tid`` and ``running[tid]`` that of its claimed
-one; both change only together with the core. It claims, starts, finishes,
-drops pending versions, closes and counts, and knows nothing of threads: its
-owner calls every method under the owner's lock (pysched.pool.threads for
-ThreadPoolScheduler) and is told what to wake through the ``Wakeups`` it
-passes in. It never resolves a Future itself: methods collect the Futures of
-versions they ended in an ``ended`` list, which the caller hands to
-``end_futures()`` once it has released its lock.
+``Book`` mirrors the core: ``pending[tid]`` is the Future of the core's
+pending version of ``tid`` and ``running[tid]`` that of its claimed one; both
+change only together with the core. It claims, starts, finishes, drops
+pending versions, closes and counts, and knows nothing of threads or event
+loops: its owner calls every method under the owner's lock
+(pysched.pool.threads for ThreadPoolScheduler; AsyncScheduler needs none, on
+its loop's thread) and is told what to wake through the ``Wakeups`` it passes
+in. It never resolves a Future itself: methods collect the Futures of
+versions they ended in an ``ended`` list, which the caller resolves once it
+has released its lock (``end_futures()`` for a pool's).
+
+Both schedulers keep one book. The pool uses all of it, with TaskFutures
+(``PoolBook``); AsyncScheduler (``pysched.aio``) uses what works on any
+``BookFuture``: cancelling, replacing a claimed version, closing, releasing
+what never started, the state and the counters. Its own hot paths
+(schedule, claim and finish of a plain callable) change ``pending``,
+``running`` and the counters inline, as ``add()``, ``claim()`` and
+``finish()`` would; tests/test_aio_book.py pins the two.
 
 Invariants (under the owner's lock):
 
 - ``claimed == len(running) <= max_running``: every claim checks it first.
+- A claimed version has started once its Future's ``_has_started()`` says so
+  (a TaskFuture: ``start()`` made it RUNNING; an AsyncTaskFuture: its fn was
+  called or its coroutine took a step); until then it can still be ended.
 - A claimed version starts (``start()``: its Future turns RUNNING, or its
   series run is marked in progress) or is released unrun (``finish()`` with
   ``started=False``), and the decision is made here, under the lock: a cancel,
@@ -32,10 +44,11 @@ import math
 from collections.abc import Callable, Hashable
 from concurrent.futures._base import RUNNING
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from .._close_state import CLOSING, DRAINING, OPEN, check_transition
 from .._errors import SchedulerClosed
+from .._future_fields import CANCELLED, CLOSED, EVICTED, REPLACED, TIMEOUT
 from .._validate import check_callable, check_hashable, check_priority, check_time
 from .aging import aged_key
 from .backpressure import EVICT_LOWEST, PendingBound, SchedulerFull
@@ -43,14 +56,30 @@ from .deadlines import Deadlines
 from .future import TaskFuture
 from .recurring import STOP, Recurrence
 from .stats import Counters, LatenessReservoir
-from .token import CANCELLED, CLOSED, TIMEOUT, TaskTimeout
+from .token import TaskTimeout
 
-REPLACED = "replaced"
-EVICTED = "evicted"
 LATE_BATCH = 256  # lateness samples buffered before they are fed to the reservoir
 
-__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "NoWakeups", "PoolBook",
-           "Wakeups", "end_futures"]
+__all__ = ["CANCELLED", "CLOSED", "EVICTED", "REPLACED", "TIMEOUT", "Book", "BookFuture",
+           "NoWakeups", "PoolBook", "Wakeups", "end_futures"]
+
+
+class BookFuture(Protocol):
+    """What the book's shared methods read and write on a version's Future."""
+
+    _run_at: float  # of the pending version
+    _series: Recurrence | None
+    _in_run: bool  # a series: a run is claimed or running
+    _cancel_reason: str | None  # set once, by whoever ends the version
+
+    @property
+    def task_id(self) -> Hashable: ...
+
+    def _has_started(self) -> bool:
+        """Whether the claimed version has started: then it is no longer cancelled unrun."""
+
+
+F = TypeVar("F", bound=BookFuture)
 
 
 class Wakeups(Protocol):
@@ -69,8 +98,8 @@ class Wakeups(Protocol):
         """The book moved to ``state``."""
 
 
-class PoolBook:
-    """Versions, Futures, state and counters of one pool (see the module docstring)."""
+class Book(Generic[F]):
+    """Versions, Futures, state and counters of one scheduler (see the module docstring)."""
 
     def __init__(self, core: Any, max_running: int, epoch: float, bound: PendingBound | None,
                  aging: float | None, lateness_samples: int, wakeups: Wakeups) -> None:
@@ -82,9 +111,8 @@ class PoolBook:
         self.aging = aging
         self.wakeups = wakeups
         self.state = OPEN
-        self.pending: dict[Hashable, TaskFuture] = {}
-        self.running: dict[Hashable, TaskFuture] = {}
-        self.claimed = 0
+        self.pending: dict[Hashable, F] = {}
+        self.running: dict[Hashable, F] = {}
         self.peak = 0
         self.counts = Counters()
         self.lateness = LatenessReservoir(lateness_samples)
@@ -93,13 +121,18 @@ class PoolBook:
         self.deadlines = Deadlines(partial(_is_running, self.running))
         self.refusal: Callable[[str], BaseException] = SchedulerClosed
 
+    @property
+    def claimed(self) -> int:
+        """How many versions are claimed (running or about to start)."""
+        return len(self.running)
+
     # -- adding work ----------------------------------------------------------
 
     def check_open(self, what: str) -> None:
         if self.state is not OPEN:
             raise self.refusal(f"cannot {what}: the scheduler is {self.state}")
 
-    def submit(self, fut: TaskFuture, now: float) -> None:
+    def submit(self: Book[TaskFuture], fut: TaskFuture, now: float) -> None:
         """Add a submitted Future (its own id, due now); fast: it replaces nothing."""
         if self.aging is not None or self.bound is not None:
             self.add(fut, now, 0, fut, now, [])  # a fresh id ends nothing
@@ -110,14 +143,14 @@ class PoolBook:
         self.counts.scheduled += 1
         self.wakeups.pending_added(now, now)
 
-    def add(self, task_id: Hashable, run_at: float, priority: int, fut: TaskFuture, now: float,
-            ended: list[TaskFuture]) -> None:
+    def add(self: Book[TaskFuture], task_id: Hashable, run_at: float, priority: int,
+            fut: TaskFuture, now: float, ended: list[TaskFuture]) -> None:
         """Make ``fut`` the pending version of ``task_id``; a refused call changes nothing."""
         self.check_open(f"schedule {task_id!r}")
         self._add(task_id, run_at, priority, fut, now, ended)
 
-    def _add(self, task_id: Hashable, run_at: float, priority: int, fut: TaskFuture,
-             now: float, ended: list[TaskFuture]) -> None:
+    def _add(self: Book[TaskFuture], task_id: Hashable, run_at: float, priority: int,
+             fut: TaskFuture, now: float, ended: list[TaskFuture]) -> None:
         if self.aging is not None or self.bound is not None:
             self._add_checked(task_id, run_at, priority, fut, now, ended)
             return
@@ -128,8 +161,9 @@ class PoolBook:
             run_at = float(run_at)  # the core accepted it: a finite real
         self._adopt(task_id, run_at, fut, self.pending.get(task_id), now, ended)
 
-    def _add_checked(self, task_id: Hashable, run_at: float, priority: int, fut: TaskFuture,
-                     now: float, ended: list[TaskFuture]) -> None:
+    def _add_checked(self: Book[TaskFuture], task_id: Hashable, run_at: float,
+                     priority: int, fut: TaskFuture, now: float,
+                     ended: list[TaskFuture]) -> None:
         """_add() with aging or a bound: both need checked values before the core."""
         check_hashable(task_id, "task_id")
         run_at = check_time(run_at, "run_at")
@@ -155,42 +189,41 @@ class PoolBook:
         if victim is not None:
             self.drop_pending(victim, self.pending[victim], EVICTED, ended, bound_knows=False)
 
-    def _adopt(self, task_id: Hashable, run_at: float, fut: TaskFuture, old: TaskFuture | None,
-               now: float, ended: list[TaskFuture]) -> None:
+    def _adopt(self: Book[TaskFuture], task_id: Hashable, run_at: float, fut: TaskFuture,
+               old: TaskFuture | None, now: float, ended: list[TaskFuture]) -> None:
         """The core took ``fut``'s version: book it, and end the version it replaced."""
         fut._run_at = run_at
         self.counts.scheduled += 1
         if old is not None:  # the core replaced it
-            self.counts.replaced += 1
-            self._end_pending(old, REPLACED, ended)
+            self.replaced(old, ended)
         elif self.running:
             run = self.running.get(task_id)
             if run is not None:  # a claimed version of the id: end it unless it started
-                self._end_claimed(run, REPLACED, ended)
+                self.end_claimed(run, REPLACED, ended)
         self.pending[task_id] = fut
         self.wakeups.pending_added(run_at, now)
 
     # -- claiming, starting, finishing -----------------------------------------------
 
-    def claim(self, now: float) -> tuple[Any, TaskFuture] | float | None:
+    def claim(self, now: float) -> tuple[Any, F] | float | None:
         """Claim the core's next due version, or return its hint (float or None)."""
         state = self.state
-        if (state is not OPEN and state is not DRAINING) or self.claimed >= self.max_running:
+        running = self.running
+        if (state is not OPEN and state is not DRAINING) or len(running) >= self.max_running:
             return None
         task = self.core.next(now)
         if task is None or task.__class__ is float:
             return task
         task_id = task.task_id
         fut = self.pending.pop(task_id)
-        self.running[task_id] = fut
-        self.claimed += 1
-        if self.claimed > self.peak:
-            self.peak = self.claimed
+        running[task_id] = fut
+        if len(running) > self.peak:
+            self.peak = len(running)
         if self.tracked:
             self.bound.discard(task_id)  # type: ignore[union-attr]
         return task, fut
 
-    def start(self, fut: TaskFuture) -> bool:
+    def start(self: Book[TaskFuture], fut: TaskFuture) -> bool:
         """Start a claimed version: False if it was ended before (then finish it unrun).
 
         A version with a timeout is timed from ``track_timeout()``, which the
@@ -210,14 +243,14 @@ class PoolBook:
             fut._timed_out = False
         return True
 
-    def track_timeout(self, fut: TaskFuture, start: float) -> None:
+    def track_timeout(self: Book[TaskFuture], fut: TaskFuture, start: float) -> None:
         """A started version with a timeout began running at ``start``: time it from there."""
         deadline = start + fut._timeout  # type: ignore[operator]
         if self.deadlines.add(deadline, fut, fut._run_no):
             self.wakeups.deadline_added(deadline)
 
-    def finish(self, task: Any, fut: TaskFuture, started: bool, start: float, end: float,
-               failure: BaseException | None,
+    def finish(self: Book[TaskFuture], task: Any, fut: TaskFuture, started: bool,
+               start: float, end: float, failure: BaseException | None,
                ended: list[TaskFuture]) -> tuple[BaseException | None, bool]:
         """Report a claimed version's end to the core.
 
@@ -225,17 +258,12 @@ class PoolBook:
         and releases the Future (False: it was not started, or it is a series
         that goes on, and someone else owns it).
         """
-        del self.running[task.task_id]
-        self.claimed -= 1
-        counts = self.counts
         if not started:
-            self.core.release(task)  # finished as cancelled: it never ran
-            if fut._cancel_reason == REPLACED:
-                counts.replaced += 1
-            else:
-                counts.cancelled += 1
+            self.release(task, fut)
             owns = False
         else:
+            del self.running[task.task_id]
+            counts = self.counts
             late = self.lateness.pending
             late.append(start - task.run_at)
             if len(late) > LATE_BATCH:
@@ -271,7 +299,17 @@ class PoolBook:
             self.maybe_drained()
         return failure, owns
 
-    def _next_run(self, task_id: Hashable, fut: TaskFuture, series: Recurrence,
+    def release(self, task: Any, fut: F) -> None:
+        """A claimed version ended before it started: the core finishes it as cancelled."""
+        del self.running[task.task_id]
+        self.core.release(task)  # it never ran
+        if fut._cancel_reason == REPLACED:
+            self.counts.replaced += 1
+        else:
+            self.counts.cancelled += 1
+
+    def _next_run(self: Book[TaskFuture], task_id: Hashable, fut: TaskFuture,
+                  series: Recurrence,
                   failure: BaseException | None, end: float,
                   ended: list[TaskFuture]) -> BaseException | None:
         """After a run of a series: schedule the next, or end it; its exception if it ended."""
@@ -293,7 +331,7 @@ class PoolBook:
             return exc
         return None
 
-    def expired(self, now: float) -> list[TaskFuture]:
+    def expired(self: Book[TaskFuture], now: float) -> list[TaskFuture]:
         """Mark the running versions whose timeout passed at ``now``, and return them."""
         runs = self.deadlines.pop_expired(now)
         for run in runs:
@@ -302,8 +340,8 @@ class PoolBook:
 
     # -- taking work out -----------------------------------------------------------
 
-    def drop_pending(self, task_id: Hashable, fut: TaskFuture, reason: str,
-                     ended: list[TaskFuture], bound_knows: bool = True) -> None:
+    def drop_pending(self, task_id: Hashable, fut: F, reason: str, ended: list[F],
+                     bound_knows: bool = True) -> None:
         """Cancel the pending version of ``task_id`` (whose Future is ``fut``) in the core."""
         del self.pending[task_id]
         self.core.cancel_pending(task_id)  # a running version of the id runs on untouched
@@ -312,11 +350,18 @@ class PoolBook:
         self.wakeups.pending_removed(fut._run_at)
         if reason == EVICTED:
             self.counts.evicted += 1
+        elif reason == REPLACED:  # by a version the core does not know as its replacement
+            self.counts.replaced += 1
         else:
             self.counts.cancelled += 1
         self._end_pending(fut, reason, ended)
 
-    def _end_pending(self, fut: TaskFuture, reason: str, ended: list[TaskFuture]) -> None:
+    def replaced(self, old: F, ended: list[F]) -> None:
+        """The core replaced ``old``'s pending version (the caller books the new one)."""
+        self.counts.replaced += 1
+        self._end_pending(old, REPLACED, ended)
+
+    def _end_pending(self, fut: F, reason: str, ended: list[F]) -> None:
         """``fut``'s version left the core unrun: queue the Future to be cancelled."""
         series = fut._series
         if series is not None:
@@ -326,8 +371,11 @@ class PoolBook:
         fut._cancel_reason = reason
         ended.append(fut)
 
-    def _end_claimed(self, run: TaskFuture, reason: str, ended: list[TaskFuture]) -> bool:
-        """End a claimed version (or its series) unless it started; True if it had not."""
+    def end_claimed(self, run: F, reason: str, ended: list[F]) -> bool:
+        """End a claimed version (or its series) unless it started; True if it had not.
+
+        The version leaves ``running`` when its owner releases it (``release()``).
+        """
         series = run._series
         if series is not None:
             if series.stopped:
@@ -339,14 +387,13 @@ class PoolBook:
                 return True
             ended.append(_Resolve(run))  # type: ignore[arg-type]
             return False
-        if run._state is RUNNING or run._cancel_reason is not None:
+        if run._cancel_reason is not None or run._has_started():
             return False
         run._cancel_reason = reason  # start() will refuse it
         ended.append(run)
         return True
 
-    def cancel(self, task_id: Hashable, reason: str,
-               ended: list[TaskFuture]) -> tuple[bool, TaskFuture | None]:
+    def cancel(self, task_id: Hashable, reason: str, ended: list[F]) -> tuple[bool, F | None]:
         """cancel(task_id): end its pending and its unstarted claimed version.
 
         Returns whether anything of ``task_id`` was pending or claimed, and the
@@ -357,12 +404,12 @@ class PoolBook:
             self.drop_pending(task_id, fut, reason, ended)
         run = self.running.get(task_id)
         started = None
-        if run is not None and not self._end_claimed(run, reason, ended):
+        if run is not None and not self.end_claimed(run, reason, ended):
             started = run
         self.maybe_drained()
         return fut is not None or run is not None, started
 
-    def cancel_future(self, fut: TaskFuture, ended: list[TaskFuture]) -> bool | None:
+    def cancel_future(self, fut: F, ended: list[F]) -> bool | None:
         """Future.cancel(): end ``fut``'s version unless it started.
 
         True if it ended now, False if it started; None if the book no longer
@@ -375,9 +422,9 @@ class PoolBook:
         elif self.running.get(task_id) is fut:
             if fut._series is not None:
                 done = not fut._series.stopped
-                self._end_claimed(fut, CANCELLED, ended)
+                self.end_claimed(fut, CANCELLED, ended)
             else:
-                done = self._end_claimed(fut, CANCELLED, ended)
+                done = self.end_claimed(fut, CANCELLED, ended)
         else:
             return None
         self.maybe_drained()
@@ -391,10 +438,10 @@ class PoolBook:
 
     def maybe_drained(self) -> None:
         """Draining ends when nothing is pending or running."""
-        if self.state is DRAINING and not self.claimed and not len(self.core):
+        if self.state is DRAINING and not self.running and not len(self.core):
             self.set_state(CLOSING)
 
-    def close(self, ended: list[TaskFuture]) -> None:
+    def close(self, ended: list[F]) -> None:
         """open or draining -> closing: end every pending version and every series.
 
         Claimed versions run, as ThreadPoolExecutor runs what its workers took.
@@ -405,9 +452,9 @@ class PoolBook:
                 self.drop_pending(task_id, fut, CLOSED, ended)
             for run in self.running.values():
                 if run._series is not None:
-                    self._end_claimed(run, CLOSED, ended)
+                    self.end_claimed(run, CLOSED, ended)
 
-    def drain(self, ended: list[TaskFuture], due_by: float | None = None) -> None:
+    def drain(self, ended: list[F], due_by: float | None = None) -> None:
         """open -> draining: stop the series; with ``due_by``, drop versions due after it."""
         if self.state is OPEN:
             self.set_state(DRAINING)
@@ -418,8 +465,12 @@ class PoolBook:
                 self.drop_pending(task_id, fut, CLOSED, ended)
         for run in self.running.values():
             if run._series is not None:
-                self._end_claimed(run, CLOSED, ended)
+                self.end_claimed(run, CLOSED, ended)
         self.maybe_drained()
+
+
+# The book of a ThreadPoolScheduler, whose Futures are TaskFutures.
+PoolBook = Book[TaskFuture]
 
 
 class NoWakeups:
@@ -438,7 +489,7 @@ class NoWakeups:
         pass
 
 
-def _is_running(running: dict[Hashable, TaskFuture], fut: TaskFuture, run_no: int) -> bool:
+def _is_running(running: dict[Hashable, Any], fut: TaskFuture, run_no: int) -> bool:
     return running.get(fut.task_id) is fut and fut._run_no == run_no
 
 
@@ -447,7 +498,7 @@ class _Resolve:
 
     __slots__ = ("fut",)
 
-    def __init__(self, fut: TaskFuture) -> None:
+    def __init__(self, fut: Any) -> None:
         self.fut = fut
 
 

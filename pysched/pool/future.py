@@ -51,13 +51,11 @@ from concurrent.futures._base import (
 )
 from typing import Any, Protocol
 
+from .. import _future_fields
+from .._future_fields import SELF
 from .recurring import Recurrence
 from .token import CancelToken
 
-# A submitted task's id is its own Future; storing the Future in its own
-# attribute would make a reference cycle and leave every finished Future to
-# the garbage collector, so the id field holds this marker instead.
-_SELF: Any = object()
 _NO_KWARGS: Mapping[str, Any] = types.MappingProxyType({})
 _DONE = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED})
 _CANCELLED = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED})
@@ -97,8 +95,12 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     _waiter_list: list[Any] | None = None  # concurrent.futures.wait() waiters
     _callback_list: list[Callable[[Future[Any]], Any]] | None = None
 
+    task_id = _future_fields.task_id
+    version = _future_fields.version
+    cancel_reason = _future_fields.cancel_reason
+
     # What the scheduler keeps on it.
-    _task_id: Hashable = _SELF
+    _task_id: Hashable = SELF
     _version = 0
     _run_at = -math.inf  # of the pending version; submit() leaves it: due at once anyway
     _args: tuple[Any, ...] = ()
@@ -229,22 +231,6 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         if self._callback_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
 
-    @property
-    def task_id(self) -> Hashable:
-        """The task id; for ``submit()`` it is this Future itself."""
-        task_id = self._task_id
-        return self if task_id is _SELF else task_id
-
-    @property
-    def version(self) -> int:
-        """The version number the core gave (a series: the version of its first run)."""
-        return self._version
-
-    @property
-    def cancel_reason(self) -> str | None:
-        """Why it was cancelled: "cancelled", "replaced", "evicted", "closed"; else None."""
-        return self._cancel_reason
-
     def cancel(self) -> bool:
         """Cancel this version if it has not started; True if it is now cancelled.
 
@@ -267,6 +253,10 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         if self._callback_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
         return True
+
+    def _has_started(self) -> bool:
+        """Whether the book started its version (see pysched.pool.book.BookFuture)."""
+        return self._state is RUNNING
 
     def _current_token(self) -> CancelToken:
         return self._owner.token_for(self)
