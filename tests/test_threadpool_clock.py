@@ -195,3 +195,57 @@ def test_fake_clock_basics():
     clock.advance(0.5)
     assert done.wait(WAIT)
     thread.join(WAIT)
+
+
+def _dispatcher_claims(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record every version the dispatcher claims for another thread."""
+    from pysched.pool.threads import PoolThreads
+
+    claimed: list[object] = []
+    fill = PoolThreads.fill_handoff
+
+    def recording(self: PoolThreads, now: float) -> float | None:
+        before = len(self.handoff)
+        hint = fill(self, now)
+        if threading.current_thread().name.endswith("-dispatcher"):
+            claimed.extend(task.task_id for task, _ in list(self.handoff)[before:])
+        return hint
+
+    monkeypatch.setattr(PoolThreads, "fill_handoff", recording)
+    return claimed
+
+
+def test_a_free_worker_times_the_head_and_claims_it_itself(make_pool, clock, monkeypatch):
+    """A task coming due starts with one wake-up: the worker that waited for it claims it."""
+    claimed = _dispatcher_claims(monkeypatch)
+    pool = make_pool(2)
+    gate = Gate()
+    ran = []
+    first = pool.schedule("first", 5.0, 0, gate)
+    second = pool.schedule("second", 6.0, 0, ran.append, ("second",))
+    third = pool.schedule("third", 7.0, 0, ran.append, ("third",))
+    clock.wait_for_sleeper(5.0)
+    clock.advance(5.0)
+    gate.wait_started()
+    clock.wait_for_sleeper(6.0)  # the other worker took over the timing at once
+    clock.advance(1.0)
+    second.result(WAIT)
+    clock.wait_for_sleeper(7.0)  # and then times the next head
+    clock.advance(1.0)
+    third.result(WAIT)
+    gate.release()
+    first.result(WAIT)
+    assert ran == ["second", "third"]
+    assert claimed == []  # the dispatcher handed nothing over
+
+
+def test_a_due_task_goes_to_the_timing_worker(make_pool, clock, monkeypatch):
+    claimed = _dispatcher_claims(monkeypatch)
+    pool = make_pool(1)
+    later = pool.schedule("later", 9.0, 0, abs, (-9,))
+    clock.wait_for_sleeper(9.0)  # the only worker waits for 9
+    assert pool.schedule("now", 0.0, 0, abs, (-1,)).result(WAIT) == 1
+    clock.wait_for_sleeper(9.0)
+    clock.advance(9.0)
+    assert later.result(WAIT) == 9
+    assert claimed == []

@@ -9,8 +9,11 @@ CPU time of one process would leave out the waiting that matters here.
   idioms (a ``result()`` loop, ``concurrent.futures.wait()``,
   ``as_completed()``), shut down. ThreadPoolExecutor.submit against
   ThreadPoolScheduler (submit, and schedule with explicit ids in the
-  ``result()`` idiom) on each available core, the contenders in turns in
-  each repeat so machine noise hits all alike; the median of each.
+  ``result()`` idiom) on each available core. Each repeat runs every
+  contender once, each with a fresh executor after a garbage collection, in
+  an order rotated from one repeat to the next, so machine noise and order
+  hit all alike; the median of each, and the spread of the per-repeat
+  ratios (each against the baseline's run of the same repeat).
 - ``lateness_*()``: n tasks spread evenly over ``span`` seconds with idle
   workers; start lateness (start minus due time, measured by the task itself
   on time.monotonic) for ThreadPoolScheduler, ``sched.scheduler`` and asyncio
@@ -20,11 +23,12 @@ CPU time of one process would leave out the waiting that matters here.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sched
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from functools import partial
 from typing import Any
@@ -97,6 +101,7 @@ IDIOMS: dict[str, Callable[[Iterable[Future[Any]]], None]] = {
 def whole_run(make: Callable[[], Any], n: int, by_id: bool,
               collect: Callable[[Iterable[Future[Any]]], None]) -> float:
     """Seconds to make an executor, run n due no-ops through it, collect them, shut it down."""
+    gc.collect()  # every run starts without the garbage of the one before
     start = time.perf_counter()
     executor = make()
     if by_id:  # schedule(): explicit ids, run_at now, so order and versions are kept
@@ -118,7 +123,11 @@ def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, 
     """Tasks per second of whole runs (median of ``repeat``) and the ratio to ThreadPoolExecutor.
 
     Keyed by ``label(contender, idiom)``; each ratio is against
-    ThreadPoolExecutor in the same idiom.
+    ThreadPoolExecutor in the same idiom: ``ratio`` of the medians, and
+    ``min_ratio``/``max_ratio`` of the runs paired within each repeat;
+    ``min_tasks_per_s``/``max_tasks_per_s`` the spread of the rates;
+    ``switches_per_task`` the median of the process's context switches per
+    task (a lock convoy shows there first).
     """
     makers: dict[str, tuple[Callable[[], Any], bool]] = {
         BASELINE: (partial(ThreadPoolExecutor, workers), False)}
@@ -126,24 +135,44 @@ def throughput(n: int = 50_000, workers: int = 4, repeat: int = 5) -> dict[str, 
         make: Callable[[], Any] = partial(ThreadPoolScheduler, workers, _core_factory=core)
         makers[f"ThreadPoolScheduler[{name}].submit"] = (make, False)
         makers[f"ThreadPoolScheduler[{name}].schedule"] = (make, True)
-    rates: dict[str, list[float]] = {}
-    for _ in range(repeat):
-        for idiom, collect in IDIOMS.items():
-            for contender, (make, by_id) in makers.items():
-                if by_id and idiom != "result()":
-                    continue
-                seconds = whole_run(make, n, by_id, collect)
-                rates.setdefault(label(contender, idiom), []).append(n / seconds)
+    runs = [(label(contender, idiom), make, by_id, collect)
+            for idiom, collect in IDIOMS.items()
+            for contender, (make, by_id) in makers.items()
+            if not by_id or idiom == "result()"]
+    rates: dict[str, list[float]] = {name: [] for name, *_ in runs}
+    switches: dict[str, list[float]] = {name: [] for name, *_ in runs}
+    for turn in range(repeat):
+        shift = turn % len(runs)
+        for name, make, by_id, collect in runs[shift:] + runs[:shift]:
+            before = _context_switches()
+            rates[name].append(n / whole_run(make, n, by_id, collect))
+            switches[name].append((_context_switches() - before) / n)
     result = {}
     for idiom in IDIOMS:
-        base = statistics.median(rates[label(BASELINE, idiom)])
+        base = rates[label(BASELINE, idiom)]
         for contender in makers:
             taken = rates.get(label(contender, idiom))
             if taken:
-                rate = statistics.median(taken)
-                result[label(contender, idiom)] = {"tasks_per_s": rate, "ratio": rate / base,
-                                                   "idiom": idiom}
+                paired = [rate / base_rate for rate, base_rate in zip(taken, base, strict=True)]
+                result[label(contender, idiom)] = {
+                    "tasks_per_s": statistics.median(taken),
+                    "ratio": statistics.median(taken) / statistics.median(base),
+                    "min_ratio": min(paired), "max_ratio": max(paired),
+                    "min_tasks_per_s": min(taken), "max_tasks_per_s": max(taken),
+                    "switches_per_task": statistics.median(
+                        switches[label(contender, idiom)]),
+                    "idiom": idiom}
     return result
+
+
+def _context_switches() -> int:
+    """The process's context switches so far, all threads, voluntary or not (0 if unknown)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
 
 
 def _due_times(n: int, span: float, lead: float) -> list[float]:
@@ -151,39 +180,61 @@ def _due_times(n: int, span: float, lead: float) -> list[float]:
     return [start + span * k / n for k in range(n)]
 
 
+def _leads() -> Iterator[float]:
+    """Leads to try, doubling: a run whose scheduling overran its lead is made again.
+
+    The first due time must come after the last schedule call, so that every
+    contender's workers are idle and the lateness is its scheduler's, not
+    a backlog of its set-up.
+    """
+    lead = LEAD
+    while True:
+        yield lead
+        lead *= 2
+
+
 def lateness_pool(n: int = 10_000, span: float = 1.0, workers: int = 4,
                   core: Callable[..., Any] | None = None) -> dict[str, float]:
     """Start lateness of ThreadPoolScheduler tasks spread over ``span`` seconds."""
-    samples: list[float] = []
-    record = samples.append
     monotonic = time.monotonic
-    done = threading.Event()
+    for lead in _leads():
+        samples: list[float] = []
+        done = threading.Event()
 
-    def body(due: float) -> None:
-        record(monotonic() - due)
-        if len(samples) == n:  # the caller sleeps until then, as asyncio's does
-            done.set()
+        def body(due: float, samples: list[float] = samples, done: threading.Event = done) -> None:
+            samples.append(monotonic() - due)
+            if len(samples) == n:  # the caller sleeps until then, as asyncio's does
+                done.set()
 
-    with ThreadPoolScheduler(workers, _core_factory=core) as pool:
-        for k, due in enumerate(_due_times(n, span, LEAD)):
-            pool.schedule(k, due, 0, body, (due,))
-        done.wait()
-    return percentiles(samples)
+        with ThreadPoolScheduler(workers, _core_factory=core) as pool:
+            dues = _due_times(n, span, lead)
+            for k, due in enumerate(dues):
+                pool.schedule(k, due, 0, body, (due,))
+            if monotonic() >= dues[0]:
+                pool.close(cancel_running=True)
+                continue
+            done.wait()
+        return percentiles(samples)
+    raise AssertionError("unreachable")
 
 
 def lateness_sched(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
     """The same with the standard library's sched.scheduler on one thread."""
     samples: list[float] = []
     monotonic = time.monotonic
-    scheduler = sched.scheduler(monotonic, time.sleep)
 
     def body(due: float) -> None:
         samples.append(monotonic() - due)
 
-    for due in _due_times(n, span, LEAD):
-        scheduler.enterabs(due, 0, body, (due,))
-    scheduler.run()
-    return percentiles(samples)
+    for lead in _leads():
+        scheduler = sched.scheduler(monotonic, time.sleep)
+        dues = _due_times(n, span, lead)
+        for due in dues:
+            scheduler.enterabs(due, 0, body, (due,))
+        if monotonic() < dues[0]:
+            scheduler.run()
+            return percentiles(samples)
+    raise AssertionError("unreachable")
 
 
 def lateness_asyncio(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
@@ -191,7 +242,7 @@ def lateness_asyncio(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
     samples: list[float] = []
     monotonic = time.monotonic
 
-    async def main() -> None:
+    async def main(lead: float) -> bool:
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         remaining = [n]
@@ -202,12 +253,19 @@ def lateness_asyncio(n: int = 10_000, span: float = 1.0) -> dict[str, float]:
             if not remaining[0]:
                 done.set_result(None)
 
-        for due in _due_times(n, span, LEAD):
-            loop.call_at(due, body, due)
+        dues = _due_times(n, span, lead)
+        handles = [loop.call_at(due, body, due) for due in dues]
+        if monotonic() >= dues[0]:
+            for handle in handles:
+                handle.cancel()
+            return False
         await done
+        return True
 
-    asyncio.run(main())
-    return percentiles(samples)
+    for lead in _leads():
+        if asyncio.run(main(lead)):
+            return percentiles(samples)
+    raise AssertionError("unreachable")
 
 
 def lateness_contenders(n: int = 10_000, span: float = 1.0,

@@ -269,8 +269,12 @@ class ThreadPoolScheduler(Executor):
         if kwargs:
             fut._kwargs = kwargs
         now = self._clock()
-        with pool.lock:
+        if not pool.try_lock(False):
+            pool.wait_lock()
+        try:
             self._book.submit(fut, now)
+        finally:
+            pool.unlock()
         return fut
 
     def cancel(self, task_id: Hashable) -> bool:

@@ -4,18 +4,25 @@
 they wait on; the book (``pysched.pool.book``) holds the versions, and this
 class is its ``Wakeups``. A worker finishes its task and claims the next due
 one in one critical section, so a busy pool moves from task to task without
-waking anyone. With nothing due it idles on ``work_ready`` until some thread
-hands it a version it claimed for it (``handoff``) or the pool closes. The
-dispatcher only waits for time: the head's run_at while some worker is
-idle, and the deadlines of running versions with a timeout.
+waking anyone. A free worker that finds the head not yet due waits for it
+itself, on ``timer_cv`` (the timing worker: one at a time), and claims it
+when due, so a task starts after one wake-up rather than a hand-off from the
+dispatcher; when it claims, an idle worker takes over the timing. Other free
+workers idle on ``work_ready`` until some thread hands them a version it
+claimed for them (``handoff``), makes them the timing worker, or the pool
+closes. The dispatcher waits for the deadlines of running versions with a
+timeout, and for the head only while no worker times it.
 
-Lock order and who runs what: one lock, with three Conditions on it (idle
-workers, the dispatcher, close waiters); cancel tokens wait on it too. Under
-it run only the book, the core, dict, deque and Condition operations, and
-task ids' ``__hash__``/``__eq__`` (which therefore must not call back into
-the pool). A TaskFuture's own lock is taken only without this one, except
-that nothing else is ever locked inside a Future's lock, so the order is
-this lock, then a Future's. User code and where it runs:
+The lock is a ``pysched.pool.lock.PoolLock``: under the GIL a
+``threading.Lock`` this busy falls into a convoy (see that module).
+
+Lock order and who runs what: one lock, with four Conditions on it (idle
+workers, the timing worker, the dispatcher, close waiters); cancel tokens
+wait on it too. Under it run only the book, the core, dict, deque and
+Condition operations, and task ids' ``__hash__``/``__eq__`` (which therefore
+must not call back into the pool). A TaskFuture's own lock is taken only
+without this one, except that nothing else is ever locked inside a Future's
+lock, so the order is this lock, then a Future's. User code and where it runs:
 
 - task functions: on the worker that started the version;
 - done callbacks: on the thread that resolves the Future: the worker that ran
@@ -62,6 +69,7 @@ from .._validate import check_time
 from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups, PoolBook, end_futures
 from .clocks import Waiter
 from .future import TaskFuture
+from .lock import hot_path_ops, pool_lock
 from .token import CancelToken, _current_run, run_callbacks
 
 LOGGER = logging.getLogger("pysched")
@@ -101,9 +109,12 @@ class PoolThreads:
 
     def __init__(self, book_factory: Callable[[PoolThreads], PoolBook],
                  clock: Callable[[], float], wait: Waiter, prefix: str) -> None:
-        self.lock = threading.Lock()
+        self.lock = pool_lock()  # see pysched.pool.lock for why it is not a threading.Lock
+        # The lock's own methods, for the sections every task goes through.
+        self.try_lock, self.wait_lock, self.unlock = hot_path_ops(self.lock)
         self.work_ready = threading.Condition(self.lock)  # idle workers wait here
         self.dispatch_cv = threading.Condition(self.lock)  # the dispatcher waits here
+        self.timer_cv = threading.Condition(self.lock)  # the timing worker waits here
         self.closed_cv = threading.Condition(self.lock)  # close(wait=True) waits here
         self.clock = clock
         self.wait = wait
@@ -112,6 +123,8 @@ class PoolThreads:
         self.handoff: deque[tuple[Any, TaskFuture]] = deque()  # claimed for idle workers
         self.idle = 0  # workers waiting on work_ready and not yet notified
         self.dispatch_at = -_INF  # when the dispatcher wakes (-inf: it is awake)
+        self.timing = False  # a free worker waits on timer_cv for the head to come due
+        self.timer_at = _INF  # when it wakes
         self.inside_closers = 0  # pool threads waiting in close(wait=True)
         self.threads: list[threading.Thread] = []
         self.thread_ids: set[int] = set()
@@ -140,17 +153,24 @@ class PoolThreads:
     # -- the book's Wakeups (called under the lock) -------------------------------------
 
     def pending_added(self, run_at: float, now: float) -> None:
-        if self.idle:
-            if run_at <= now:
+        if run_at <= now:
+            if self.idle:
                 self.fill_handoff(now)
-            elif run_at < self.dispatch_at:
-                self.dispatch_at = -_INF
-                self.dispatch_cv.notify()
+            elif self.timing:  # the timing worker is free: it claims it
+                self.timer_cv.notify()
+        elif self.timing:
+            if run_at < self.timer_at:  # due before what it waits for: it times this one
+                self.timer_cv.notify()
+        elif self.idle:  # an idle worker becomes the timing one
+            self.idle -= 1
+            self.work_ready.notify()
 
     def pending_removed(self, run_at: float) -> None:
         if run_at <= self.dispatch_at < _INF:  # it may be the head the dispatcher waits for
             self.dispatch_at = -_INF
             self.dispatch_cv.notify()
+        if run_at <= self.timer_at < _INF:  # or the head the timing worker waits for
+            self.timer_cv.notify()
 
     def deadline_added(self, deadline: float) -> None:
         if deadline < self.dispatch_at:
@@ -163,6 +183,7 @@ class PoolThreads:
             self.work_ready.notify_all()
             self.dispatch_at = -_INF
             self.dispatch_cv.notify()
+            self.timer_cv.notify_all()
         self.closed_cv.notify_all()
 
     # -- calls from the scheduler and its Futures ------------------------------------------
@@ -276,6 +297,7 @@ class PoolThreads:
 
     def _work_loop(self) -> None:
         lock = self.lock
+        try_lock, wait_lock, unlock = self.try_lock, self.wait_lock, self.unlock
         read_clock = self.read_clock
         book = self.book
         set_current = _current_run.set
@@ -292,7 +314,9 @@ class PoolThreads:
             while True:
                 now = read_clock(start)
                 # Finish the previous version and start the next in one critical section.
-                with lock:
+                if not try_lock(False):
+                    wait_lock()
+                try:
                     if fut is not None:
                         failure, owns = book.finish(task, fut, True, start, now, failure, ended)
                     # Done callbacks are user code that may take long: claim the next
@@ -300,6 +324,8 @@ class PoolThreads:
                     # another worker could run it.
                     if fut is None or not (owns and fut._callback_list):
                         work = self._next_work(now, ended)
+                finally:
+                    unlock()
                 if fut is not None:
                     if owns:
                         if fut._series is None or failure is not None:
@@ -356,19 +382,29 @@ class PoolThreads:
                 with lock:
                     work = self._next_work(now, ended)
                     if work is not None and work.__class__ is not float:
+                        self._pass_timing()
                         return work  # type: ignore[return-value]
                     state = self.book.state
                     if state is CLOSING or state is STATE_CLOSED:
                         return None
-                    self.idle += 1
-                    if work is not None and now + work < self.dispatch_at:
-                        self.dispatch_at = -_INF  # it must wake when the head comes due
-                        self.dispatch_cv.notify()
-                    self.work_ready.wait()
-                    if self.handoff:  # the notifier claimed it for us (or for any free worker)
-                        work = self._next_work(now, ended)
-                        if work is not None and work.__class__ is not float:
-                            return work  # type: ignore[return-value]
+                    if work is not None and not self.timing:
+                        # Nobody times the head: this worker does, and claims it when
+                        # due itself, with no hand-off from another thread on the way.
+                        self.timing = True
+                        self.timer_at = now + work
+                        try:
+                            self.wait(self.timer_cv, self.timer_at, now)
+                        finally:  # a clock's wait_until hook may raise
+                            self.timing = False
+                            self.timer_at = _INF
+                    else:
+                        self.idle += 1
+                        self.work_ready.wait()
+                        if self.handoff:  # the notifier claimed it for us (or any free worker)
+                            work = self._next_work(now, ended)
+                            if work is not None and work.__class__ is not float:
+                                self._pass_timing()
+                                return work  # type: ignore[return-value]
                 if ended:
                     end_futures(ended)
                     ended.clear()
@@ -376,6 +412,12 @@ class PoolThreads:
         finally:
             if ended:
                 end_futures(ended)
+
+    def _pass_timing(self) -> None:
+        """A free worker claimed work: an idle one takes over timing the next head, if any."""
+        if self.idle and not self.timing and len(self.book.core):
+            self.idle -= 1
+            self.work_ready.notify()
 
     # -- the dispatcher ----------------------------------------------------------
 
@@ -393,7 +435,8 @@ class PoolThreads:
                         fired.extend(self.request_stop(run, TIMEOUT) or ())
                 hint = self.fill_handoff(now) if self.idle else None
                 if not fired:
-                    deadline = _INF if hint is None else now + hint
+                    # A timing worker waits for the head itself; else it is ours.
+                    deadline = _INF if hint is None or self.timing else now + hint
                     first = book.deadlines.first()
                     if first is not None and first < deadline:
                         deadline = first
