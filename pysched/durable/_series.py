@@ -90,29 +90,45 @@ class SeriesDriver:
         self.inflight: dict[str, FireClaim] = {}  # lease token -> claim running here
         self.counts = dict.fromkeys(SERIES_COUNTERS, 0)
         self.closing = False
+        # Counts local adoptions and ends; ``edited`` holds the count of each id's
+        # newest, so a re-read begun before it leaves that id as this process left it.
+        self.edits = 0
+        self.edited: dict[str, int] = {}
 
     # -- the store's series, mirrored here ----------------------------------------------------
 
     def sync(self) -> None:
         """Re-read the stored series: adopt new generations, follow pauses, drop the ended."""
+        with self.lock:
+            began = self.edits
         rows = self.table.rows()
         now = self.checked_read()  # a failing clock fails this re-read, refusing no row
         with self.lock:
+            # Adopted or ended here while the rows were read: newer than they are.
+            newer = {i for i, edit in self.edited.items() if edit > began}
             live = set()
             for row in rows:
                 live.add(row.series_id)
-                self._adopt(row, now)
-            for series_id in [i for i in self.entries if i not in live]:
+                if row.series_id not in newer:
+                    self._adopt(row, now)
+            for series_id in [i for i in self.entries if i not in live and i not in newer]:
                 del self.entries[series_id]
                 self.book.cancel(series_id)
+            self.edited = {i: self.edited[i] for i in newer}  # only this thread re-reads
             self.wakeup.notify_all()
         self.book.flush()
+
+    def _edit(self, series_id: str) -> None:
+        """Under lock: ``series_id`` was adopted or ended here, now."""
+        self.edits += 1
+        self.edited[series_id] = self.edits
 
     def adopt(self, row: SeriesRow) -> Entry:
         """Take ``row`` (just stored here) as the current generation of its series."""
         now = self.checked_read()
         with self.lock:
             entry = self._adopt(row, now)
+            self._edit(row.series_id)
             self.wakeup.notify_all()
         self.book.flush()
         return entry
@@ -169,6 +185,7 @@ class SeriesDriver:
         ended = self.table.end(series_id) is not None
         with self.lock:
             self.entries.pop(series_id, None)
+            self._edit(series_id)
             if series_id in self.book:
                 self.book.cancel(series_id, reason)
             self.wakeup.notify_all()
