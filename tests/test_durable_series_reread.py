@@ -38,7 +38,7 @@ class ReadThenEdit:
         return getattr(self.table, name)
 
 
-def test_a_series_ended_while_the_rows_were_read_stays_ended(store: Any) -> None:
+def test_a_series_ended_while_the_rows_were_read_stays_ended(store: Any) -> None:  # noqa: F811 - the fixture above
     proxy = ReadThenEdit(store.series_table())
     clocks = Clocks()
     put(proxy.table, Cron("* * * * * *"))
@@ -55,7 +55,7 @@ def test_a_series_ended_while_the_rows_were_read_stays_ended(store: Any) -> None
     assert [(e.kind, e.reason) for e in events] == [("stopped", "cancelled")]
 
 
-def test_a_series_adopted_while_the_rows_were_read_is_kept(store: Any) -> None:
+def test_a_series_adopted_while_the_rows_were_read_is_kept(store: Any) -> None:  # noqa: F811 - the fixture above
     proxy = ReadThenEdit(store.series_table())
     clocks = Clocks()
     here = driver(proxy, clocks, "here")  # type: ignore[arg-type]
