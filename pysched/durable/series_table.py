@@ -100,8 +100,8 @@ class SeriesTable(ABC):
         """Record the end of a claimed run if ``claim`` still holds it; releases the lease."""
 
     @abstractmethod
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> int:
-        """Extend the leases of these claims of ``owner``; how many were extended."""
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> list[str]:
+        """Extend the leases of these claims of ``owner``; the tokens extended."""
 
     @abstractmethod
     def prune(self, age: float) -> int:
@@ -221,16 +221,16 @@ class MemorySeriesTable(SeriesTable):
                        lease_expires=None)
             return True
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> list[str]:
         wanted = set(tokens)
         with self._lock:
             expires = self._clock() + lease
-            renewed = 0
+            renewed = []
             for row in self._fires.values():
                 if (row["state"] == RUNNING and row["lease_owner"] == owner
                         and row["lease_token"] in wanted):
                     row["lease_expires"] = expires
-                    renewed += 1
+                    renewed.append(row["lease_token"])
             return renewed
 
     def prune(self, age: float) -> int:
@@ -374,14 +374,11 @@ class SQLSeriesTable(SeriesTable):
             {"state": FAILED if failed else DONE, "id": claim.series_id,
              "generation": claim.generation, "fire": claim.fire_time, "token": claim.token}))
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> int:
-        renewed = 0
-        for token in tokens:
-            renewed += len(self._sql(
-                f"UPDATE {self._f} SET lease_expires = NOW + :lease WHERE lease_owner = :owner"
-                " AND lease_token = :token AND state = 'running' RETURNING attempts",
-                {"owner": owner, "token": token, "lease": lease}))
-        return renewed
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> list[str]:
+        return [token for token in tokens if self._sql(
+            f"UPDATE {self._f} SET lease_expires = NOW + :lease WHERE lease_owner = :owner"
+            " AND lease_token = :token AND state = 'running' RETURNING attempts",
+            {"owner": owner, "token": token, "lease": lease})]
 
     def prune(self, age: float) -> int:
         [(now,)] = self._sql("SELECT NOW", {})
