@@ -11,6 +11,7 @@ import datetime
 import logging
 from collections.abc import Iterator
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import durable_helpers as h
@@ -683,3 +684,44 @@ def test_series_table_end_cancels_whatever_generation(store: Any) -> None:
     generation = table.put("s", spec, "series-tick", '{"args":[],"kwargs":{}}', 0, "default", T0)
     assert table.end("s") == generation == 2 and table.rows() == []
     assert table.end("s") is None and not table.set_state("s", 2, ACTIVE)
+
+
+class ReadThenAct:
+    """A series table whose ``rows()`` runs ``act`` once after reading: another thread
+    storing or ending a series while the series thread re-reads."""
+
+    def __init__(self, table: SeriesTable) -> None:
+        self.table = table
+        self.act: Any = None
+
+    def rows(self) -> list[SeriesRow]:
+        found = self.table.rows()
+        act, self.act = self.act, None
+        if act is not None:
+            act()
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+
+def test_a_series_stored_or_ended_during_a_re_read_is_not_undone_by_it(store: Any) -> None:
+    table = ReadThenAct(store.series_table())
+    clocks = Clocks()
+    here = driver(table, clocks, "here")  # type: ignore[arg-type]
+
+    def store_it(label: str) -> None:
+        generation = put(table, Cron("* * * * * *"), label=label)  # type: ignore[arg-type]
+        here.adopt(table.rows()[0]._replace(generation=generation))
+
+    table.act = partial(store_it, "a")
+    here.sync()  # read before "a" was stored: must not drop it
+    assert here.holds("s") and here.entries["s"].generation == 1
+    table.act = partial(store_it, "b")
+    here.sync()  # read generation 1: must not roll generation 2 back
+    assert here.entries["s"].generation == 2
+    table.act = lambda: here.end("s")
+    here.sync()  # read it active: must not bring it back
+    assert not here.holds("s")
+    step([here], clocks)
+    assert RAN == []

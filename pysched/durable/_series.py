@@ -108,14 +108,21 @@ class SeriesDriver:
 
     def sync(self) -> None:
         """Re-read the stored series: adopt new generations, follow pauses, drop the ended."""
+        with self.lock:
+            before = dict(self.entries)
         rows = self.table.rows()
         now = self.checked_read()  # a failing clock fails this re-read, refusing no row
         with self.lock:
+            # A series adopted or ended here while the rows were read is newer than them:
+            # left as it is, not dropped or rolled back by this read.
+            changed = {i for i in before.keys() | self.entries.keys()
+                       if self.entries.get(i) is not before.get(i)}
             live = set()
             for row in rows:
                 live.add(row.series_id)
-                self._adopt(row, now)
-            for series_id in [i for i in self.entries if i not in live]:
+                if row.series_id not in changed:
+                    self._adopt(row, now)
+            for series_id in [i for i in self.entries if i not in live and i not in changed]:
                 del self.entries[series_id]
                 self.book.cancel(series_id)
             self.wakeup.notify_all()
