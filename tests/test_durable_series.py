@@ -74,9 +74,25 @@ class Clocks:
         return {"clock": self.clock, "live_until": self.live_until}
 
 
+STALLED: list[Any] = []  # (store, driver) for stall_mid_run
+
+
+def stall_mid_run(label: str) -> None:
+    """A first run whose process stalls past its lease, then goes on: meanwhile its series
+    thread looks for expired fire times to take over, as it does after a stall."""
+    store, here = STALLED
+    running = current_task()
+    assert running is not None
+    RAN.append((label, running.run_at, running.attempt))
+    if running.attempt == 1:
+        h.wait_for(lambda: _expired(store, 1, running.run_at), what="the lease to expire")
+        here.rerun_expired()
+
+
 REGISTRY = TaskRegistry()
 REGISTRY.register(tick, "series-tick")
 REGISTRY.register(boom, "series-boom")
+REGISTRY.register(stall_mid_run, "series-stall")
 
 
 @pytest.fixture
@@ -725,3 +741,15 @@ def test_a_series_stored_or_ended_during_a_re_read_is_not_undone_by_it(store: An
     assert not here.holds("s")
     step([here], clocks)
     assert RAN == []
+
+
+def test_a_process_stalled_past_a_lease_never_takes_over_its_own_running_fire_time(
+        store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)),
+        ref="series-stall")
+    here = driver(table, clocks, "here", lease=0.001)
+    STALLED[:] = [store, here]
+    step([here], clocks)
+    assert RAN == [("a", T0 + 1, 1)] and here.counts["series_reruns"] == 0

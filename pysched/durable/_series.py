@@ -318,8 +318,9 @@ class SeriesDriver:
         """Take over the fire times whose process died mid-run, and run each again."""
         with self.lock:
             ours = {i: e for i, e in self.entries.items() if e.fn is not None}
+            held = set(self.inflight)  # running here after a stall: late, not dead
         sent = self.clock()
-        for claim in self.table.reclaim(self.owner, self.lease, ours):
+        for claim in self.table.reclaim(self.owner, self.lease, ours, held):
             self._count("series_reruns")
             entry = ours[claim.series_id]
             log.warning("durable series %r: fire time %r runs again (attempt %d): its lease"
