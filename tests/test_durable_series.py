@@ -11,6 +11,7 @@ import datetime
 import logging
 from collections.abc import Iterator
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import durable_helpers as h
@@ -22,7 +23,14 @@ from pysched.calendar import Reading
 from pysched.durable import DurableScheduler, NotDurable, TaskRegistry, current_task
 from pysched.durable._series import SeriesDriver
 from pysched.durable._series_spec import Policies, encode_spec
-from pysched.durable.series_table import ACTIVE, CANCELLED, PAUSED, SeriesRow, SeriesTable
+from pysched.durable.series_table import (
+    ACTIVE,
+    CANCELLED,
+    PAUSED,
+    FireClaim,
+    SeriesRow,
+    SeriesTable,
+)
 
 T0 = 1_800_000_000.0  # a whole second, wall time
 RAN: list[tuple[str, float, int]] = []
@@ -36,6 +44,9 @@ def tick(label: str) -> None:
 
 def boom() -> None:
     raise RuntimeError("boom")
+
+
+TRUSTED = 10.0  # seconds a claim's lease is trusted here after it was sent
 
 
 class Clocks:
@@ -52,10 +63,36 @@ class Clocks:
         self.wall += seconds
         self.mono += seconds
 
+    def clock(self) -> float:
+        return self.mono
+
+    def live_until(self, sent: float) -> float:
+        """A claim's local deadline: its lease is trusted for TRUSTED seconds after it was sent."""
+        return sent + TRUSTED
+
+    def lease_rule(self) -> dict[str, Any]:
+        return {"clock": self.clock, "live_until": self.live_until}
+
+
+STALLED: list[Any] = []  # (store, driver) for stall_mid_run
+
+
+def stall_mid_run(label: str) -> None:
+    """A first run whose process stalls past its lease, then goes on: meanwhile its series
+    thread looks for expired fire times to take over, as it does after a stall."""
+    store, here = STALLED
+    running = current_task()
+    assert running is not None
+    RAN.append((label, running.run_at, running.attempt))
+    if running.attempt == 1:
+        h.wait_for(lambda: _expired(store, 1, running.run_at), what="the lease to expire")
+        here.rerun_expired()
+
 
 REGISTRY = TaskRegistry()
 REGISTRY.register(tick, "series-tick")
 REGISTRY.register(boom, "series-boom")
+REGISTRY.register(stall_mid_run, "series-stall")
 
 
 @pytest.fixture
@@ -71,7 +108,8 @@ def store(store_spec: dict[str, Any]) -> Iterator[Any]:  # noqa: F811 - the fixt
 
 def driver(table: SeriesTable, clocks: Clocks, owner: str, lease: float = 30.0) -> SeriesDriver:
     return SeriesDriver(table, owner=owner, registry=REGISTRY, served=lambda ref, queue: True,
-                        read=clocks.read, lease=lease, start=lambda job, priority: job())
+                        read=clocks.read, **clocks.lease_rule(), lease=lease,
+                        start=lambda job, priority: job())
 
 
 def put(table: SeriesTable, trigger: Any, ref: str = "series-tick", label: str = "a",
@@ -154,9 +192,9 @@ def test_an_expired_lease_hands_the_fire_time_to_one_other_process(store: Any) -
     assert table.reclaim("third", 0.001, ["s"]) == []
 
 
-def _expired(store: Any, generation: int) -> bool:
-    """Whether the lease on fire time T0 + 1 has expired on the store's clock."""
-    row = store.series_table().fire("s", generation, T0 + 1)
+def _expired(store: Any, generation: int, fire: float = T0 + 1) -> bool:
+    """Whether the lease on fire time ``fire`` has expired on the store's clock."""
+    row = store.series_table().fire("s", generation, fire)
     assert row is not None
     return bool(store.now() > row["lease_expires"])
 
@@ -166,20 +204,37 @@ def test_a_heartbeat_keeps_a_running_fire_time_from_being_taken(store: Any) -> N
     generation = put(table, Cron("* * * * * *"))
     claim = table.claim("s", generation, T0 + 1, "one", 30.0)
     assert claim is not None
-    assert table.heartbeat("one", 30.0, [claim.token]) == 1
-    assert table.heartbeat("two", 30.0, [claim.token]) == 0
+    assert table.heartbeat("one", 30.0, [claim.token]) == [claim.token]
+    assert table.heartbeat("two", 30.0, [claim.token]) == []
     assert table.reclaim("two", 30.0, ["s"]) == []
+
+
+def died_holding(store: Any, *fires: float) -> int:
+    """Store a series every second from T0 + 1, claimed at ``fires`` by a process that
+    died: wait until those leases expired. Its generation."""
+    table = store.series_table()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
+    generation: int = table.rows()[0].generation
+    for fire in fires:
+        assert table.claim("s", generation, fire, "dead", 0.001) is not None
+    h.wait_for(lambda: all(_expired(store, generation, f) for f in fires),
+               what="the leases to expire")
+    return generation
+
+
+def waiting_driver(table: SeriesTable, clocks: Clocks, waiting: list[Any]) -> SeriesDriver:
+    """A driver whose jobs wait in ``waiting`` (every worker busy, a starved process)."""
+    return SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
+                        read=clocks.read, **clocks.lease_rule(), lease=30.0,
+                        start=lambda job, priority: waiting.append(job))
 
 
 def test_a_driver_reruns_a_fire_time_whose_process_died(store: Any) -> None:
     table = store.series_table()
     clocks = Clocks()
-    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
-    generation = table.rows()[0].generation
-    assert table.claim("s", generation, T0 + 1, "dead", 0.001) is not None  # then it died
+    died_holding(store, T0 + 1)
     live = driver(table, clocks, "live")
     live.sync()
-    h.wait_for(lambda: _expired(store, generation), what="the lease to expire")
     live.rerun_expired()
     assert RAN == [("a", T0 + 1, 2)]
     assert live.counts["series_reruns"] == 1
@@ -187,6 +242,74 @@ def test_a_driver_reruns_a_fire_time_whose_process_died(store: Any) -> None:
     assert RAN == [("a", T0 + 1, 2)]
     step([live], clocks)
     assert RAN[-1] == ("a", T0 + 2, 1)
+
+
+def test_a_taken_over_fire_time_that_waited_past_its_deadline_never_starts(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    generation = died_holding(store, T0 + 1)
+    waiting: list[Any] = []
+    here = waiting_driver(table, clocks, waiting)
+    here.sync()
+    here.rerun_expired()
+    [job] = waiting
+    clocks.advance(TRUSTED)  # no renewal meanwhile: the claim's deadline has come
+    job()
+    assert RAN == [] and here.counts["series_lease_lapsed"] == 1
+    assert here.inflight == {}  # no longer renewed: its lease expires for another run
+    row = table.fire("s", generation, T0 + 1)
+    assert row is not None and (row["state"], row["lease_owner"]) == ("running", "here")
+
+
+def test_a_waiting_fire_time_starts_while_renewals_keep_it_live_and_never_once_lost(
+        store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    generation = died_holding(store, T0 + 1, T0 + 2)
+    waiting: list[Any] = []
+    here = waiting_driver(table, clocks, waiting)
+    here.sync()
+    here.rerun_expired()
+    assert len(waiting) == 2
+    clocks.advance(TRUSTED - 1)
+    # One lease is lost meanwhile (its row ended elsewhere); the other is renewed.
+    lost = next(run for run in here.inflight.values() if run.run_at == T0 + 2)
+    assert table.finish(FireClaim("s", generation, T0 + 2, 2, lost.token), failed=False)
+    here.heartbeat()
+    assert lost.lease_lost and here.counts["series_leases_lost"] == 1
+    clocks.advance(2)  # past the claim's deadline, not the renewal's
+    for job in waiting:
+        job()
+    assert RAN == [("a", T0 + 1, 2)] and here.counts["series_lease_lapsed"] == 1
+    assert here.inflight == {}
+
+
+class SlowClaims:
+    """A series table whose claim statement takes ``seconds`` on the driver's clocks."""
+
+    def __init__(self, table: SeriesTable, clocks: Clocks, seconds: float) -> None:
+        self.table, self.clocks, self.seconds = table, clocks, seconds
+
+    def claim(self, *args: Any) -> Any:
+        found = self.table.claim(*args)
+        self.clocks.advance(self.seconds)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+
+def test_a_fire_time_whose_claim_came_back_after_its_deadline_never_starts(store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)))
+    slow = driver(SlowClaims(table, clocks, TRUSTED), clocks, "slow")  # type: ignore[arg-type]
+    step([slow], clocks)
+    assert RAN == [] and slow.counts["series_lease_lapsed"] == 1
+    quick = driver(SlowClaims(table, clocks, TRUSTED - 1), clocks,  # type: ignore[arg-type]
+                   "quick")
+    step([quick], clocks)
+    assert len(RAN) == 1 and quick.counts["series_lease_lapsed"] == 0
 
 
 def test_a_replacement_elsewhere_replaces_the_whole_series_here(store: Any) -> None:
@@ -329,7 +452,7 @@ def test_a_fire_time_decided_but_not_started_when_its_series_ends_is_an_event(
     put(table, Cron("* * * * * *"))
     waiting: list[Any] = []  # every worker busy: the jobs wait here
     here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
-                        read=clocks.read, lease=30.0,
+                        read=clocks.read, **clocks.lease_rule(), lease=30.0,
                         start=lambda job, priority: waiting.append(job))
     events: list[Any] = []
     here.hub.add_listener(events.append)
@@ -354,7 +477,7 @@ def test_a_fire_time_whose_job_the_closing_pool_cancels_is_an_event(store: Any) 
         return futures[-1]
 
     here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda r, q: True,
-                        read=clocks.read, lease=30.0, start=start)
+                        read=clocks.read, **clocks.lease_rule(), lease=30.0, start=start)
     events: list[Any] = []
     here.hub.add_listener(events.append)
     step([here], clocks)
@@ -390,7 +513,8 @@ def test_a_series_whose_task_is_registered_later_runs_from_then_on(store: Any) -
     registry = TaskRegistry()
     here = SeriesDriver(table, owner="here", registry=registry,
                         served=lambda ref, queue: registry.serves().matcher()(ref, queue),
-                        read=clocks.read, lease=30.0, start=lambda job, priority: job())
+                        read=clocks.read, **clocks.lease_rule(), lease=30.0,
+                        start=lambda job, priority: job())
     step([here], clocks)
     assert RAN == [] and table.fire("s", 1, T0 + 1) is None  # left for a worker that has it
     registry.register(tick, "series-later")
@@ -462,7 +586,8 @@ def test_a_clock_failing_as_a_run_starts_or_ends_fails_that_run_only(
     else:  # broken between the decision (tick) and the run's start
         put(table, Every(1, start=start))
         here = SeriesDriver(table, owner="here", registry=REGISTRY,
-                            served=lambda ref, queue: True, read=clocks.read, lease=30.0,
+                            served=lambda ref, queue: True, read=clocks.read,
+                            **clocks.lease_rule(), lease=30.0,
                             start=lambda job, priority: (break_clocks("a"), job()))
     events: list[Any] = []
     here.hub.add_listener(events.append)
@@ -506,7 +631,7 @@ def test_a_clock_failing_in_a_series_that_stops_on_error_stops_it_in_the_store(
     put(table, Every(1, start=start), on_error="stop",
         ref="series-break-clocks" if when == "end" else "series-tick")
     here = SeriesDriver(table, owner="here", registry=REGISTRY, served=lambda ref, queue: True,
-                        read=clocks.read, lease=30.0,
+                        read=clocks.read, **clocks.lease_rule(), lease=30.0,
                         start=lambda job, priority: (when == "start" and break_clocks("a"),
                                                      job()))
     events: list[Any] = []
@@ -575,3 +700,56 @@ def test_series_table_end_cancels_whatever_generation(store: Any) -> None:
     generation = table.put("s", spec, "series-tick", '{"args":[],"kwargs":{}}', 0, "default", T0)
     assert table.end("s") == generation == 2 and table.rows() == []
     assert table.end("s") is None and not table.set_state("s", 2, ACTIVE)
+
+
+class ReadThenAct:
+    """A series table whose ``rows()`` runs ``act`` once after reading: another thread
+    storing or ending a series while the series thread re-reads."""
+
+    def __init__(self, table: SeriesTable) -> None:
+        self.table = table
+        self.act: Any = None
+
+    def rows(self) -> list[SeriesRow]:
+        found = self.table.rows()
+        act, self.act = self.act, None
+        if act is not None:
+            act()
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+
+def test_a_series_stored_or_ended_during_a_re_read_is_not_undone_by_it(store: Any) -> None:
+    table = ReadThenAct(store.series_table())
+    clocks = Clocks()
+    here = driver(table, clocks, "here")  # type: ignore[arg-type]
+
+    def store_it(label: str) -> None:
+        generation = put(table, Cron("* * * * * *"), label=label)  # type: ignore[arg-type]
+        here.adopt(table.rows()[0]._replace(generation=generation))
+
+    table.act = partial(store_it, "a")
+    here.sync()  # read before "a" was stored: must not drop it
+    assert here.holds("s") and here.entries["s"].generation == 1
+    table.act = partial(store_it, "b")
+    here.sync()  # read generation 1: must not roll generation 2 back
+    assert here.entries["s"].generation == 2
+    table.act = lambda: here.end("s")
+    here.sync()  # read it active: must not bring it back
+    assert not here.holds("s")
+    step([here], clocks)
+    assert RAN == []
+
+
+def test_a_process_stalled_past_a_lease_never_takes_over_its_own_running_fire_time(
+        store: Any) -> None:
+    table = store.series_table()
+    clocks = Clocks()
+    put(table, Every(1, start=datetime.datetime.fromtimestamp(T0 + 1, datetime.timezone.utc)),
+        ref="series-stall")
+    here = driver(table, clocks, "here", lease=0.001)
+    STALLED[:] = [store, here]
+    step([here], clocks)
+    assert RAN == [("a", T0 + 1, 1)] and here.counts["series_reruns"] == 0

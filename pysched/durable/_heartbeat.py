@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 from ._local import RunningTask
+from ._running import renew
 from ._shared import OPEN, Shared, log
 
 __all__ = ["Heartbeat"]
@@ -54,21 +55,11 @@ class Heartbeat:
     def renew(self, runs: list[RunningTask]) -> None:
         """Renew the leases of ``runs``; move their deadlines, flag the ones lost."""
         s = self._s
-        sent = s.clock()
-        renewed = set(s.store.heartbeat(s.owner, s.lease, [run.token for run in runs]))
-        live_until = s.live_until(sent)
-        lost = []
+        renewed, lost = renew(runs, functools.partial(s.store.heartbeat, s.owner, s.lease),
+                              s.clock, s.live_until, s.lock, s.inflight)
         with s.lock:
-            for run in runs:
-                if run.token in renewed:
-                    run.live_until = max(run.live_until, live_until)
-                # A run that left inflight meanwhile ended, and its outcome may have
-                # released the lease: only one still in flight has lost it.
-                elif run.token in s.inflight:
-                    run.lease_lost = True
-                    lost.append(run)
             s.counts["leases_lost"] += len(lost)
-        self.renewed += len(renewed)
+        self.renewed += renewed
         if lost:
             log.warning("%d lease(s) of claims in flight here were lost (this process was"
                         " paused or starved for longer than the lease?): %s; those not started"

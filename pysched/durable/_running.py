@@ -16,8 +16,9 @@ signal) hands the version back unrun, for another worker to run.
 from __future__ import annotations
 
 import itertools
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from concurrent.futures import Executor, Future
 from typing import Any
 
@@ -30,7 +31,7 @@ from ._shared import OPEN, Shared, log
 from .errors import BadRow, UnknownTask
 from .store import COMPLETED, ERROR, FAILED, PENDING, Claim, Outcome, check_claim
 
-__all__ = ["Runs"]
+__all__ = ["Runs", "lease_live", "renew"]
 
 _TRACEBACK_MAX = 8000  # characters of a failure's traceback stored in the row
 
@@ -132,7 +133,7 @@ class Runs:
         waited for a worker longer than that (a starved heartbeat, a paused process)
         may be another worker's by now: it is handed back, never started. A local
         clock reading, no store call."""
-        if not running.lease_lost and self._s.clock() < running.live_until:
+        if lease_live(running, self._s.clock()):
             return True
         log.warning("task %r version %r: not started, its lease could not be shown live"
                     " (claimed or renewed too long ago); handed back", running.task_id,
@@ -173,6 +174,35 @@ class Runs:
                 log.error("task %r version %r attempt %d failed", claim.task_id,
                           claim.version, claim.attempts, exc_info=exc)
                 return FAILED, exc, f"{type(exc).__name__}: {exc}\n{text[-_TRACEBACK_MAX:]}"
+
+
+def lease_live(running: RunningTask, now: float) -> bool:
+    """The start rule's lease half: ``running`` may start at ``now`` (its clock) only
+    before the local deadline of its claim or latest renewal, and only if no renewal
+    found its lease lost."""
+    return not running.lease_lost and now < running.live_until
+
+
+def renew(runs: list[RunningTask], send: Callable[[list[str]], Iterable[str]],
+          clock: Callable[[], float], live_until: Callable[[float], float],
+          lock: threading.Lock, inflight: Container[str]) -> tuple[int, list[RunningTask]]:
+    """Renew the leases of ``runs`` with ``send(tokens)`` (the tokens it renewed): move
+    the deadline of those renewed to ``live_until`` of the moment it was sent, flag
+    those not renewed as lost. Only a run still in ``inflight`` (guarded by ``lock``)
+    has lost its lease: one that left it meanwhile ended, and its outcome may have
+    released the lease. Returns how many were renewed, and the runs lost."""
+    sent = clock()
+    renewed = set(send([run.token for run in runs]))
+    until = live_until(sent)
+    lost = []
+    with lock:
+        for run in runs:
+            if run.token in renewed:
+                run.live_until = max(run.live_until, until)
+            elif run.token in inflight:
+                run.lease_lost = True
+                lost.append(run)
+    return len(renewed), lost
 
 
 def _stopped_by_close(exc: Exception) -> bool:

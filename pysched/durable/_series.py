@@ -10,7 +10,12 @@ There is no leader: every process decides, the unique key arbitrates.
 
 A run holds a lease on its fire time, renewed every ``beat`` seconds; when a
 process dies, its lease expires and another process takes the fire time over
-(``reclaim``) and runs it again: at least once, never two at once. Events
+(``reclaim``) and runs it again: at least once, never two at once. A claimed
+fire time starts under the one-shot runs' rule: only while its lease is
+provably live (``live_until`` of the moment its claim or latest renewal was
+sent is ahead on ``clock``, and no renewal found it lost); one picked up later
+(a starved or paused process) is never started here, and its lease is left to
+expire for a live process to take it over. Events
 (skipped, coalesced, late, failed, stopped) are each process's own decisions,
 through the shared ``EventHub``.
 
@@ -35,6 +40,7 @@ from ..calendar.events import CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import fire_datetimes
 from . import _local
 from ._local import RunningTask
+from ._running import lease_live, renew
 from ._series_spec import decode_spec
 from ._shared import log
 from .errors import BadRow, UnknownTask
@@ -46,7 +52,7 @@ __all__ = ["SERIES_COUNTERS", "DurableSeriesHandle", "SeriesDriver"]
 
 SERIES_COUNTERS = ("series_fires", "series_fires_elsewhere", "series_reruns", "series_failed",
                    "series_not_recorded", "series_refused", "series_store_errors",
-                   "series_pruned")
+                   "series_pruned", "series_lease_lapsed", "series_leases_lost")
 
 
 class Entry(NamedTuple):
@@ -66,12 +72,15 @@ class SeriesDriver:
 
     ``served(ref, queue)`` says which series this process runs; ``start(job,
     priority)`` runs a job on a worker (the worker pool, or inline in tests);
-    ``read()`` reads the wall and monotonic clocks.
+    ``read()`` reads the wall and monotonic clocks. ``live_until(sent)`` is the
+    local deadline (on ``clock``) of a lease set or renewed by a statement sent
+    at ``sent``: the one-shot runs' (``Shared.live_until``).
     """
 
     def __init__(self, table: SeriesTable, *, owner: str, registry: TaskRegistry,
                  served: Callable[[str, str], bool], read: Callable[[], Reading],
                  lease: float, start: Callable[[Callable[[], object], int], object],
+                 clock: Callable[[], float], live_until: Callable[[float], float],
                  scheduler: object = None, retention: float | None = None) -> None:
         self.table = table
         self.owner = owner
@@ -80,6 +89,8 @@ class SeriesDriver:
         self.read = read
         self.lease = lease
         self.start = start
+        self.clock = clock
+        self.live_until = live_until
         self.scheduler = scheduler  # what current_task() reports a run belongs to
         self.retention = retention  # seconds the claims of ended fire times are kept
         self.lock = threading.Lock()
@@ -87,7 +98,9 @@ class SeriesDriver:
         self.book = SeriesBook(read())
         self.hub = self.book.hub
         self.entries: dict[str, Entry] = {}
-        self.inflight: dict[str, FireClaim] = {}  # lease token -> claim running here
+        # Lease token -> a fire time claimed here, from its claim until its run ends (or
+        # is refused): the heartbeat renews it, also while it waits for a worker.
+        self.inflight: dict[str, RunningTask] = {}
         self.counts = dict.fromkeys(SERIES_COUNTERS, 0)
         self.closing = False
         # Counts local adoptions and ends; ``edited`` holds the count of each id's
@@ -278,6 +291,7 @@ class SeriesDriver:
         claim: FireClaim | None = None
         failed = False
         try:
+            sent = self.clock()
             claim = self.table.claim(entry.row.series_id, entry.generation, fire_time, self.owner,
                                      self.lease)
         except Exception:
@@ -289,7 +303,7 @@ class SeriesDriver:
                 self._count("series_fires_elsewhere")
             else:
                 self._count("series_fires")
-                failed = self._call(entry, claim)
+                failed = self._call(entry, claim, self._hold(entry, claim, sent))
         finally:
             try:
                 ended = self.checked_read()
@@ -314,28 +328,68 @@ class SeriesDriver:
         """Take over the fire times whose process died mid-run, and run each again."""
         with self.lock:
             ours = {i: e for i, e in self.entries.items() if e.fn is not None}
-        for claim in self.table.reclaim(self.owner, self.lease, ours):
+            held = set(self.inflight)  # running here after a stall: late, not dead
+        sent = self.clock()
+        for claim in self.table.reclaim(self.owner, self.lease, ours, held):
             self._count("series_reruns")
             entry = ours[claim.series_id]
             log.warning("durable series %r: fire time %r runs again (attempt %d): its lease"
                         " expired", claim.series_id, claim.fire_time, claim.attempts)
-            self.start(partial(self._call, entry, claim), entry.row.priority)
+            running = self._hold(entry, claim, sent)
+            try:
+                handle = self.start(partial(self._call, entry, claim, running),
+                                    entry.row.priority)
+            except Exception:
+                self._drop(running)  # the pool is closed: the lease is left to expire
+                raise
+            if isinstance(handle, Future):  # cancelled unstarted when the pool closes
+                handle.add_done_callback(partial(self._drop_if_cancelled, running))
 
-    def heartbeat(self) -> None:
-        """Renew the leases of the fire times running here."""
-        with self.lock:
-            tokens = list(self.inflight)
-        if tokens:
-            self.table.heartbeat(self.owner, self.lease, tokens)
-
-    def _call(self, entry: Entry, claim: FireClaim) -> bool:
-        """Run the claimed fire time and record its end; True if it raised."""
-        assert entry.fn is not None
+    def _hold(self, entry: Entry, claim: FireClaim, sent: float) -> RunningTask:
+        """Track ``claim`` (its statement sent at ``sent``) as in flight here: renewed by
+        the heartbeat, trusted until ``live_until(sent)``."""
         running = RunningTask(self.scheduler, Claim(
             claim.series_id, claim.generation, claim.fire_time, entry.row.priority,
-            entry.row.ref, entry.row.args, claim.attempts, claim.token, 1))
+            entry.row.ref, entry.row.args, claim.attempts, claim.token, 1),
+            self.live_until(sent))
         with self.lock:
-            self.inflight[claim.token] = claim
+            self.inflight[claim.token] = running
+        return running
+
+    def _drop(self, running: RunningTask) -> None:
+        with self.lock:
+            self.inflight.pop(running.token, None)
+
+    def _drop_if_cancelled(self, running: RunningTask, done: Future[Any]) -> None:
+        if done.cancelled():
+            self._drop(running)
+
+    def heartbeat(self) -> None:
+        """Renew the leases of the fire times claimed here; move their local deadlines,
+        flag the ones lost (not started: never started; running: told by ``lease_lost``)."""
+        with self.lock:
+            runs = [run for run in self.inflight.values() if not run.lease_lost]
+        if not runs:
+            return
+        _, lost = renew(runs, partial(self.table.heartbeat, self.owner, self.lease), self.clock,
+                        self.live_until, self.lock, self.inflight)
+        self._count("series_leases_lost", len(lost))
+        for run in lost:
+            log.warning("durable series %r: the lease of fire time %r was lost (this process"
+                        " was paused or starved for longer than the lease?); another process"
+                        " may run it again", run.task_id, run.run_at)
+
+    def _call(self, entry: Entry, claim: FireClaim, running: RunningTask) -> bool:
+        """Run the claimed fire time and record its end if its lease is provably live
+        now (else leave the lease to expire); True if it raised."""
+        assert entry.fn is not None
+        if not lease_live(running, self.clock()):
+            self._drop(running)
+            log.warning("durable series %r: fire time %r not started, its lease could not be"
+                        " shown live (claimed or renewed too long ago); left to expire for"
+                        " another run", claim.series_id, claim.fire_time)
+            self._count("series_lease_lapsed")
+            return False
         failed = True
         try:
             with _local.running(running):

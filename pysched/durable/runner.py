@@ -158,7 +158,8 @@ class DurableScheduler:
             self.store.series_table(), owner=self.owner, registry=registry,
             served=lambda ref, queue: s.served()(ref, queue),
             read=lambda: read_clocks(wall_clock, clock), lease=lease,
-            start=self._runs.submit, scheduler=self, retention=retention)
+            start=self._runs.submit, clock=clock, live_until=s.live_until, scheduler=self,
+            retention=retention)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
         self._heartbeat = Heartbeat(s, also=self._series.heartbeat)

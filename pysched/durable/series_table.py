@@ -91,17 +91,20 @@ class SeriesTable(ABC):
         claimed it before, or the series was paused, cancelled or replaced."""
 
     @abstractmethod
-    def reclaim(self, owner: str, lease: float, series_ids: Collection[str]) -> list[FireClaim]:
+    def reclaim(self, owner: str, lease: float, series_ids: Collection[str],
+                held: Collection[str] = ()) -> list[FireClaim]:
         """Take over the fire times of ``series_ids`` whose run's lease expired (its process
-        died), of series not cancelled or replaced: each runs again, here."""
+        died), of series not cancelled or replaced: each runs again, here. Never those
+        whose lease token is in ``held``: the caller's own claims, still in flight there
+        (it is alive, only late: it was stalled past the lease)."""
 
     @abstractmethod
     def finish(self, claim: FireClaim, failed: bool) -> bool:
         """Record the end of a claimed run if ``claim`` still holds it; releases the lease."""
 
     @abstractmethod
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> int:
-        """Extend the leases of these claims of ``owner``; how many were extended."""
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> list[str]:
+        """Extend the leases of these claims of ``owner``; the tokens extended."""
 
     @abstractmethod
     def prune(self, age: float) -> int:
@@ -194,13 +197,14 @@ class MemorySeriesTable(SeriesTable):
                                 "lease_expires": self._clock() + lease}
             return FireClaim(series_id, generation, fire_time, 1, token)
 
-    def reclaim(self, owner: str, lease: float, series_ids: Collection[str]) -> list[FireClaim]:
+    def reclaim(self, owner: str, lease: float, series_ids: Collection[str],
+                held: Collection[str] = ()) -> list[FireClaim]:
         with self._lock:
             now = self._clock()
             taken = []
             for (series_id, generation, fire_time), row in self._fires.items():
                 if (row["state"] != RUNNING or row["lease_expires"] >= now
-                        or series_id not in series_ids
+                        or series_id not in series_ids or row["lease_token"] in held
                         or not self._live(series_id, generation, (ACTIVE, PAUSED))):
                     continue
                 row["attempts"] += 1
@@ -221,16 +225,16 @@ class MemorySeriesTable(SeriesTable):
                        lease_expires=None)
             return True
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> int:
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> list[str]:
         wanted = set(tokens)
         with self._lock:
             expires = self._clock() + lease
-            renewed = 0
+            renewed = []
             for row in self._fires.values():
                 if (row["state"] == RUNNING and row["lease_owner"] == owner
                         and row["lease_token"] in wanted):
                     row["lease_expires"] = expires
-                    renewed += 1
+                    renewed.append(row["lease_token"])
             return renewed
 
     def prune(self, age: float) -> int:
@@ -342,7 +346,8 @@ class SQLSeriesTable(SeriesTable):
              "token": token, "lease": lease})
         return FireClaim(series_id, generation, fire_time, 1, token) if found else None
 
-    def reclaim(self, owner: str, lease: float, series_ids: Collection[str]) -> list[FireClaim]:
+    def reclaim(self, owner: str, lease: float, series_ids: Collection[str],
+                held: Collection[str] = ()) -> list[FireClaim]:
         expired = self._sql(
             f"SELECT f.series_id, f.generation, f.fire_time, f.attempts, f.lease_token"
             f" FROM {self._f} f JOIN {self._s} s ON s.series_id = f.series_id"
@@ -350,8 +355,8 @@ class SQLSeriesTable(SeriesTable):
             " WHERE f.state = 'running' AND f.lease_expires < NOW", {})
         taken = []
         for series_id, generation, fire_time, attempts, old_token in expired:
-            if series_id not in series_ids:
-                continue  # not served here: left to a process that serves it
+            if series_id not in series_ids or old_token in held:
+                continue  # not served here (left to a process that serves it), or running here
             token = _token(owner, series_id, generation, fire_time, attempts + 1)
             # Conditional on the old token and the expiry: one taker per expired lease.
             if self._sql(
@@ -374,14 +379,11 @@ class SQLSeriesTable(SeriesTable):
             {"state": FAILED if failed else DONE, "id": claim.series_id,
              "generation": claim.generation, "fire": claim.fire_time, "token": claim.token}))
 
-    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> int:
-        renewed = 0
-        for token in tokens:
-            renewed += len(self._sql(
-                f"UPDATE {self._f} SET lease_expires = NOW + :lease WHERE lease_owner = :owner"
-                " AND lease_token = :token AND state = 'running' RETURNING attempts",
-                {"owner": owner, "token": token, "lease": lease}))
-        return renewed
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str]) -> list[str]:
+        return [token for token in tokens if self._sql(
+            f"UPDATE {self._f} SET lease_expires = NOW + :lease WHERE lease_owner = :owner"
+            " AND lease_token = :token AND state = 'running' RETURNING attempts",
+            {"owner": owner, "token": token, "lease": lease})]
 
     def prune(self, age: float) -> int:
         [(now,)] = self._sql("SELECT NOW", {})
