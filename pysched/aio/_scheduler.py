@@ -26,6 +26,7 @@ from ..pool.book import Book, NoWakeups
 from ._calls import TASKS_TAKE_A_CONTEXT, bound_call, has_begun, settable
 from ._future import CANCELLED, CLOSED, FINISHED, PENDING, REPLACED, AsyncTaskFuture
 from ._host import Host
+from ._timer import DeadlineTimer
 from .series import SeriesDriver
 
 __all__ = ["AsyncScheduler"]
@@ -108,7 +109,7 @@ class AsyncScheduler:
         # them reads a context variable, and it spares a copy per call_soon.
         self._own_context = contextvars.Context()
         self._pump_handle: asyncio.Handle | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: DeadlineTimer | None = None  # made with the core, on the loop
         self._drain_waiters: list[asyncio.Future[None]] = []
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
         self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), self._on_loop_shutdown,
@@ -356,7 +357,7 @@ class AsyncScheduler:
         if book.state is OPEN:
             assert (self._host is None) == (not pending and not running), "host"
         else:
-            assert not pending and self._timer is None
+            assert not pending and not (self._timer and self._timer.armed)
         if book.state is STATE_CLOSED:
             assert not running and not self._orphans
 
@@ -376,6 +377,7 @@ class AsyncScheduler:
             self._loop = loop
             self._loop_running = loop.is_running
             self._core = self._book.core = self._core_factory(clock=loop.time)
+            self._timer = DeadlineTimer(loop, self._pump, self._own_context)
         elif self._loop is not loop:
             raise RuntimeError("this AsyncScheduler is bound to a different event loop")
         self._thread = get_ident()
@@ -650,19 +652,9 @@ class AsyncScheduler:
                     waiter.set_result(None)
 
     def _arm(self, when: float) -> None:
-        timer = self._timer
-        if timer is not None:
-            if timer.when() == when:
-                return
-            timer.cancel()
-        assert self._loop is not None
-        self._timer = self._loop.call_at(when, self._on_timer, context=self._own_context)
+        assert self._timer is not None
+        self._timer.arm(when)
 
     def _disarm(self) -> None:
         if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        self._pump()
+            self._timer.disarm()

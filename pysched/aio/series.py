@@ -53,6 +53,7 @@ from ..calendar.events import CANCELLED, CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import SeriesHandle
 from ._calls import bound_call
 from ._host import Host
+from ._timer import DeadlineTimer
 
 __all__ = ["FireKey", "SeriesDriver"]
 
@@ -94,7 +95,7 @@ class SeriesDriver:
     """The AsyncScheduler's series: one book, one timer, one hub of events."""
 
     __slots__ = ("hub", "wall_clock", "_submit", "_on_lost", "_replace_task", "_loop", "_book",
-                 "_entries", "_timer", "_timer_when", "_host", "_closed")
+                 "_entries", "_timer", "_host", "_closed")
 
     def __init__(self, wall_clock: Callable[[], float], submit: Submit,
                  on_lost: Callable[[], None],
@@ -110,9 +111,7 @@ class SeriesDriver:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._book: SeriesBook | None = None  # made on the first series, on its loop
         self._entries: dict[Hashable, _Entry] = {}
-        # uvloop's call_at returns a plain Handle (no when()) for a time already passed
-        self._timer: asyncio.Handle | None = None
-        self._timer_when = 0.0
+        self._timer: DeadlineTimer | None = None  # made on the loop, with the book
         # While the book holds a series, as while the scheduler has a version: the loop's
         # shutdown cancels it, which closes the scheduler, so no run starts in the teardown.
         self._host: Host | None = None
@@ -136,6 +135,7 @@ class SeriesDriver:
         call = bound_call(fn, args, kwargs)
         if self._loop is None:
             self._loop = loop
+            self._timer = DeadlineTimer(loop, self._wake)
         book = self._book
         if book is None:
             book = self._book = SeriesBook(self.read(), self.hub)
@@ -202,15 +202,11 @@ class SeriesDriver:
             self._host = Host(self._loop, self._on_lost)
         when = book.next_wake()
         timer = self._timer
-        if timer is not None:
-            if when is not None and self._timer_when == when:
-                return
-            timer.cancel()
-            self._timer = None
-        if when is not None:
-            assert self._loop is not None
-            self._timer = self._loop.call_at(when, self._wake)
-            self._timer_when = when
+        assert timer is not None
+        if when is None:
+            timer.disarm()
+        else:
+            timer.arm(when)
 
     def _end_host(self) -> None:
         host, self._host = self._host, None
@@ -219,11 +215,9 @@ class SeriesDriver:
 
     def _disarm(self) -> None:
         if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+            self._timer.disarm()
 
     def _wake(self) -> None:
-        self._timer = None
         if self._host is not None and self._host.lost():
             self._on_lost()  # a timer due in the loop's teardown starts nothing
             return
