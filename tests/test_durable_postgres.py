@@ -14,7 +14,7 @@ from typing import Any
 import durable_helpers as h
 import pytest
 
-from pysched.durable import DurableScheduler, NewTask, PostgresStore
+from pysched.durable import DurableScheduler, NewTask, Outcome, PostgresStore
 
 ARGS = '{"args":[],"kwargs":{}}'
 ROLE = "pysched_test_worker"
@@ -165,3 +165,53 @@ def test_ids_beside_a_request_for_everything_are_not_lost(pg: dict[str, Any]) ->
         assert seen == {"a", "b"} and everything
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize("errors", [1, 2])
+def test_a_write_aborted_to_break_a_lock_cycle_is_tried_again(
+        pg: dict[str, Any], errors: int) -> None:
+    """PostgreSQL aborts one transaction of a lock cycle (deadlock_detected) and says to
+    retry it: finish, heartbeat and the releases do, rather than failing the worker."""
+    import psycopg
+
+    store = PostgresStore(pg["url"], table=pg["table"])
+    lock_in_order = store._lock_in_order
+    aborted: list[str] = []
+
+    def aborting(db: Any, where: str, args: Any) -> None:
+        lock_in_order(db, where, args)  # the transaction holds locks when it is aborted
+        if len(aborted) < errors:
+            aborted.append(where)
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+    try:
+        store.schedule([NewTask(i, 100.0, 0, "note", ARGS) for i in ("a", "b")])
+        claims = store.claim(1e9, 2, "w", 3600.0)
+        store._lock_in_order = aborting  # type: ignore[method-assign]
+        assert sorted(store.heartbeat("w", 3600.0, [c.token for c in claims])) == \
+            sorted(c.token for c in claims)
+        del aborted[:]
+        assert store.finish([Outcome(claims[0].token, claims[0].task_id, claims[0].version,
+                                     "completed", None)]) == [True]
+        del aborted[:]
+        assert store.release_owner("w") == [claims[1].task_id]
+        assert store.get("a")["state"] == "completed"  # type: ignore[index]
+        assert store.get("b")["state"] == "pending"  # type: ignore[index]
+    finally:
+        store.close()
+
+
+def test_a_write_aborted_every_time_raises(pg: dict[str, Any]) -> None:
+    import psycopg
+
+    store = PostgresStore(pg["url"], table=pg["table"])
+
+    def aborting(db: Any, where: str, args: Any) -> None:
+        raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+    try:
+        store._lock_in_order = aborting  # type: ignore[method-assign]
+        with pytest.raises(psycopg.errors.DeadlockDetected):
+            store.heartbeat("w", 3600.0)
+    finally:
+        store.close()

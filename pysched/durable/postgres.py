@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import select
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 try:
     import psycopg
@@ -36,6 +36,8 @@ from .store import KNOWN_STATES, ROW_FORMAT, Store, batch_prefix, check_key, che
 __all__ = ["PostgresStore"]
 
 NOW = "extract(epoch from clock_timestamp())"
+_WRITE_ATTEMPTS = 3  # a write aborted to break a lock cycle is tried this often in all
+W = TypeVar("W")
 _NOTIFY_MAX = 7000  # bytes; the server refuses payloads of 8000 or more
 # Columns added after the first release: (name, type and default), added to old tables.
 ADDED_COLUMNS = [("queue", "text NOT NULL DEFAULT 'default'"),
@@ -200,8 +202,8 @@ class PostgresStore(Store):
         if not outcomes:
             return []
         t = self.table
-        db = self._conns.get()
-        with db.transaction():
+
+        def write(db: psycopg.Connection[Any]) -> set[str]:
             self._lock_in_order(db, "task_id = ANY(%s)", ([o.task_id for o in outcomes],))
             # Record where the claim still holds its version; release the
             # lease wherever the token still holds it.
@@ -233,6 +235,9 @@ class PostgresStore(Store):
                     ([o.task_id for o in rest], [o.token for o in rest])).fetchall()]
                 if released:
                     self._notify(db, released)  # newer versions may wait for these leases
+            return recorded
+
+        recorded = self._write(write)
         return [o.token in recorded for o in outcomes]
 
     def retry(self, task_id: str) -> int | None:
@@ -267,16 +272,31 @@ class PostgresStore(Store):
         where = "lease_owner = %s"
         if tokens is not None:
             where, args = "lease_owner = %s AND lease_token = ANY(%s)", [owner, list(tokens)]
-        db = self._conns.get()
-        with db.transaction():
+
+        def write(db: psycopg.Connection[Any]) -> list[str]:
             self._lock_in_order(db, where, args)
             return [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET lease_expires = {NOW} + %s WHERE {where}"
                 " RETURNING lease_token", (lease, *args)).fetchall()]
 
+        return self._write(write)
+
     def release_batch(self, owner: str, batch: str) -> list[str]:
         return self._release("lease_owner = %s AND starts_with(lease_token, %s)",
                              (owner, batch + ":"), give_back=True)
+
+    def _write(self, work: Callable[[psycopg.Connection[Any]], W]) -> W:
+        """``work(db)`` in one transaction, run again if PostgreSQL broke a lock cycle
+        or a serialization conflict by aborting it, as its documentation advises."""
+        db = self._conns.get()
+        for attempt in range(_WRITE_ATTEMPTS):
+            try:
+                with db.transaction():
+                    return work(db)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                if attempt == _WRITE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def _lock_in_order(self, db: Any, where: str, args: Sequence[Any]) -> None:
         # Every statement that writes several rows (finish, heartbeat, the releases)
@@ -319,8 +339,8 @@ class PostgresStore(Store):
     def _release(self, where: str, args: tuple[Any, ...], give_back: bool = False
                  ) -> list[str]:
         # give_back: the claims never started, so a running row's attempt is given back.
-        db = self._conns.get()
-        with db.transaction():
+
+        def write(db: psycopg.Connection[Any]) -> list[str]:
             self._lock_in_order(db, where, args)
             ids = [r[0] for r in db.execute(
                 f"UPDATE {self.table} SET state = CASE state WHEN 'running' THEN 'pending'"
@@ -330,7 +350,9 @@ class PostgresStore(Store):
                 (give_back, *args)).fetchall()]
             if ids:
                 self._notify(db, ids)
-        return ids
+            return ids
+
+        return self._write(write)
 
     def held_by(self, owner: str) -> list[str]:
         return [r[0] for r in self._conns.get().execute(
