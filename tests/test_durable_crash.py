@@ -90,7 +90,10 @@ def share(tmp_path: Path, **options: Any) -> dict[str, Any]:
 
 def test_three_processes_share_a_schedule_and_take_over_after_a_kill(tmp_path: Path) -> None:
     figures = share(tmp_path, n=900, lease=1.0, heartbeat=0.25, kill_at=0.3, seed=9)
-    assert all(figures["runs_by_owner"].values()), figures  # all three took part
+    # All three took part: the survivors ran tasks, and the killed node held claims when
+    # it died (it may have started none of them: a kill at 30% can come that early).
+    runs = figures["runs_by_owner"]
+    assert runs["node-1"] and runs["node-2"] and figures["held_at_kill"], figures
     # What the dead node held was run again by the others, after its lease expired.
     assert figures["taken_over"] == figures["held_at_kill"], figures
 
