@@ -100,9 +100,20 @@ class ThreadConnections(Generic[C]):
                     raise RuntimeError("the store is closed")
             conn = self._connect()
             with self._lock:
-                self._all.append(conn)
+                closed = self._closed  # closed while this one connected: nobody else will
+                if not closed:
+                    self._all.append(conn)
+            if closed:
+                with contextlib.suppress(Exception):
+                    self._close(conn)
+                raise RuntimeError("the store is closed")
             self._local.conn = conn
         return conn
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close_all`` was called."""
+        return self._closed
 
     def close_all(self) -> None:
         with self._lock:

@@ -393,7 +393,13 @@ class PostgresStore(Store):
     def _wait_changes(self, timeout: float) -> Changes | None:
         if self._listener is None:
             listener = self._connect()
-            listener.execute(f"LISTEN {self.table}")
+            try:
+                listener.execute(f"LISTEN {self.table}")
+                if self._conns.closed:  # closed meanwhile: close() saw no listener to close
+                    raise RuntimeError("the store is closed")
+            except BaseException:
+                self._disconnect(listener)
+                raise
             self._listener = listener
             self.subscriptions += 1
             changes = Changes()
