@@ -49,8 +49,10 @@ def assert_clean(figures: dict[str, Any]) -> None:
 
 def test_crash_recovery(target: tuple[str, str], tmp_path: Path) -> None:
     url, table = target
+    # A restart under the same owner waits two heartbeats (two thirds of the lease)
+    # for the leases of the run it replaces: a short lease keeps that wait short.
     figures = harness.crash_run(url, table, str(tmp_path / "runs.log"), n=400, kills=3,
-                                seed=7, spread=1.0, max_delay=0.4)
+                                seed=7, spread=1.0, max_delay=0.4, lease=5.0)
     assert_clean(figures)
 
 
@@ -68,7 +70,7 @@ def test_crash_recovery_through_a_database_restart(tmp_path: Path) -> None:
     url, table = postgres_url(), unique_table()
     try:
         figures = harness.crash_run(url, table, str(tmp_path / "runs.log"), n=400, kills=3,
-                                    seed=10, spread=1.0, max_delay=0.4,
+                                    seed=10, spread=1.0, max_delay=0.4, lease=5.0,
                                     restart=lambda: restart_postgres(url))
     finally:
         drop_postgres_table(url, table)
