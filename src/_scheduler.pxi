@@ -121,28 +121,20 @@ cdef class Scheduler:
         """
         cdef list checked = check_iterable(items, "items")
         cdef Py_ssize_t n = len(checked)
-        cdef list ids = [None] * n
-        cdef list fns = [None] * n
-        cdef Py_hash_t* hashes = <Py_hash_t*>PyMem_Malloc((n + 1) * sizeof(Py_hash_t))
-        cdef double* times = <double*>PyMem_Malloc((n + 1) * sizeof(double))
-        cdef int64_t* priorities = <int64_t*>PyMem_Malloc((n + 1) * sizeof(int64_t))
-        cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
-        cdef uint64_t* latest = <uint64_t*>PyMem_Malloc((n + 1) * sizeof(uint64_t))
-        cdef Py_ssize_t* firsts = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+        cdef size_t buckets = 8
+        while buckets < <size_t>(2 * n):
+            buckets *= 2
+        cdef BatchItem* batch = <BatchItem*>PyMem_Malloc((n + 1) * sizeof(BatchItem))
+        cdef int32_t* index = <int32_t*>PyMem_Malloc(buckets * sizeof(int32_t))
         try:
-            if (hashes == NULL or times == NULL or priorities == NULL or slots == NULL
-                    or latest == NULL or firsts == NULL):
+            if batch == NULL or index == NULL:
                 raise MemoryError()
             # Every item is checked before the first is scheduled: all or nothing.
-            _check_items(checked, ids, hashes, times, priorities, fns)
-            return _schedule_many(self, ids, hashes, times, priorities, fns, slots, latest, firsts)
+            _check_items(checked, batch)
+            return _schedule_many(self, checked, batch, index, buckets)
         finally:
-            PyMem_Free(firsts)
-            PyMem_Free(hashes)
-            PyMem_Free(times)
-            PyMem_Free(priorities)
-            PyMem_Free(slots)
-            PyMem_Free(latest)
+            PyMem_Free(batch)
+            PyMem_Free(index)
 
     def cancel(self, task_id):
         """cancel(task_id) -> bool
