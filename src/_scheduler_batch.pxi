@@ -2,6 +2,9 @@
 
 from cpython.tuple cimport PyTuple_GET_ITEM
 
+cdef enum:
+    _LOOKAHEAD = 8  # items ahead whose hash buckets are loaded while this one is placed
+
 
 ctypedef struct BatchItem:
     # One checked item of a batch. Its id and fn stay in the item's tuple.
@@ -98,6 +101,9 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
         versions = [None] * n
         fresh = replacing = 0
         for k in range(n):
+            if k + _LOOKAHEAD < n:  # a big batch misses the caches on each id's buckets: load ahead
+                PYSCHED_PREFETCH(&index[_home(batch[k + _LOOKAHEAD].hash, shift)])
+                self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
             first = _first_of(items, batch, index, buckets - 1, shift, k)
             if first >= 0:  # the id came before: its version after its items so far
                 batch[first].version += 1
@@ -124,6 +130,8 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
     # Nothing below allocates: the adds have their room.
     r = 0
     for k in range(n):
+        if k + _LOOKAHEAD < n and batch[k + _LOOKAHEAD].slot == -1:
+            self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
         slot = batch[k].slot
         if slot < -1:
             slot = batch[-2 - slot].slot  # its id's first item, already placed
