@@ -255,7 +255,8 @@ cdef class Scheduler:
         O(k) amortised: a worker that claimed a batch with ``pop_due()``
         finishes it in one call.
         """
-        cdef list checked = check_iterable(tasks, "tasks")
+        # A copy: the calls below must see the tasks that were checked.
+        cdef list checked = list(<list>tasks) if type(tasks) is list else check_iterable(tasks, "tasks")
         cdef Py_ssize_t k, marked = 0, n = len(checked)
         cdef Task task
         # Room for every parked version to return to the heap first: nothing below allocates
@@ -272,12 +273,15 @@ cdef class Scheduler:
                     raise InvalidTransition("cannot finish a task twice in one call")
                 task._in_batch = True  # a running task is in one batch at a time
                 marked += 1
-        finally:
+        except BaseException:
             for k in range(marked):
                 (<Task>checked[k])._in_batch = False
+            raise
         # Each task holds its id, so the ids that _end_run forgets free nothing here.
         for k in range(n):
-            self._end_run(<Task>checked[k], _COMPLETED, None)
+            task = <Task>checked[k]
+            task._in_batch = False
+            self._end_run(task, _COMPLETED, None)
 
     def fail(self, Task task not None, exception):
         """fail(task, exception) -> None
