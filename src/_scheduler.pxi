@@ -171,7 +171,7 @@ cdef class Scheduler:
         """
         if not self._head():
             return None
-        return (self._heap[0].run_at, self._ids.key(self._heap[0].slot))
+        return (_key_time(self._heap[0].key), self._ids.key(self._heap[0].slot))
 
     def next(self, now=None):
         """next(now=None) -> Task | float | None
@@ -211,6 +211,7 @@ cdef class Scheduler:
             t = _check_time(self._clock(), "clock()")
         else:
             t = _check_time(now, "now")
+        cdef uint64_t due = _time_key(t)
         cdef Py_ssize_t n = 0
         cdef uint64_t edits
         cdef Task task
@@ -219,22 +220,23 @@ cdef class Scheduler:
         # next()'s loop, without its per-call costs. Room in the list comes
         # before the claim, so a MemoryError never drops a claimed task: with
         # some claimed, the call hands them out and the next call raises.
-        while n != cap:
-            try:
-                if not self._head() or self._heap[0].run_at > t:
+        try:
+            while n != cap:
+                if not self._head() or self._heap[0].key > due:
                     break
                 edits = self._edits
                 task = Task.__new__(Task)  # may start a collection whose finalisers call back in
                 claimed.append(None)
-            except MemoryError:
-                if n:
-                    break
+                if edits == self._edits:
+                    claimed[n] = self._claim(task)
+                    n += 1
+                else:
+                    claimed.pop()  # a finaliser edited the scheduler: look again
+        except MemoryError:
+            if not n:
                 raise
-            if edits == self._edits:
-                claimed[n] = self._claim(task)
-                n += 1
-            else:
-                claimed.pop()  # a finaliser edited the scheduler: look again
+        # Once a call, as every other call: the claims above may have tipped the stale bound.
+        self._maybe_rebuild()
         return claimed
 
     def complete(self, Task task not None):
@@ -423,7 +425,7 @@ cdef class Scheduler:
                 self._edits += 1
             elif self._runs[head.slot] is not None:
                 edits = self._edits
-                parked = (head.run_at, head.priority, head.seq)  # may start a collection
+                parked = (_key_time(head.key), head.priority, head.seq)  # may start a collection
                 if edits != self._edits:
                     continue  # a finaliser edited the scheduler: look again
                 # Inserting boxes the slot and may grow the dict: no collection
@@ -443,16 +445,21 @@ cdef class Scheduler:
         cdef Task task
         while self._head():
             head = &self._heap[0]
-            if head.run_at > now:
-                return _wait(head.run_at, now)
+            if head.key > _time_key(now):
+                return _wait(_key_time(head.key), now)
             edits = self._edits
             task = Task.__new__(Task)  # may start a collection whose finalisers call back in
             if edits == self._edits:
-                return self._claim(task)
+                self._claim(task)
+                self._maybe_rebuild()
+                return task
         return None
 
     cdef Task _claim(self, Task task):
-        """Pop the root, a pending version whose id is idle, as the running ``task``."""
+        """Pop the root, a pending version whose id is idle, as the running ``task``.
+
+        The caller calls _maybe_rebuild() before it returns: pop_due() once for all its claims.
+        """
         cdef HeapEntry head = self._heap[0]
         cdef Py_ssize_t slot = head.slot
         _prefetch_next_claim(self, slot)
@@ -460,7 +467,7 @@ cdef class Scheduler:
         self._edits += 1
         task.task_id = self._ids.key(slot)
         task._version = self._slots[slot].version
-        task.run_at = head.run_at
+        task.run_at = _key_time(head.key)
         task.priority = head.priority
         task.fn = self._fns[slot]
         task.state = _RUNNING
@@ -470,7 +477,6 @@ cdef class Scheduler:
         self._runs[slot] = task
         self._live -= 1
         self._running += 1
-        self._maybe_rebuild()
         _prefetch_head_objects(self)
         return task
 
@@ -551,7 +557,7 @@ cdef class Scheduler:
         # Precondition: _heap_len < _heap_capacity (callers grow first, so a
         # MemoryError leaves the heap untouched).
         cdef HeapEntry item
-        item.run_at = run_at
+        item.key = _time_key(run_at)
         item.priority = priority
         item.seq = seq
         item.slot = slot
