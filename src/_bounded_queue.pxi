@@ -64,6 +64,10 @@ ctypedef struct Offer:
 
 @cython.final
 @cython.no_gc_clear  # _values and the tables must outlive any finaliser that calls back in
+# Plain method descriptors: a call skips the bound CyFunction's layer (9 ns of
+# a refused push's 43). The clinic signature keeps inspect.signature() working.
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 cdef class StableBoundedPriorityQueue:
     """Keeps the ``capacity`` best entries pushed to it (single-threaded).
 
