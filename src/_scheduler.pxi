@@ -121,28 +121,20 @@ cdef class Scheduler:
         """
         cdef list checked = check_iterable(items, "items")
         cdef Py_ssize_t n = len(checked)
-        cdef list ids = [None] * n
-        cdef list fns = [None] * n
-        cdef Py_hash_t* hashes = <Py_hash_t*>PyMem_Malloc((n + 1) * sizeof(Py_hash_t))
-        cdef double* times = <double*>PyMem_Malloc((n + 1) * sizeof(double))
-        cdef int64_t* priorities = <int64_t*>PyMem_Malloc((n + 1) * sizeof(int64_t))
-        cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
-        cdef uint64_t* latest = <uint64_t*>PyMem_Malloc((n + 1) * sizeof(uint64_t))
-        cdef Py_ssize_t* firsts = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+        cdef size_t buckets = 8
+        while buckets < <size_t>(2 * n):
+            buckets *= 2
+        cdef BatchItem* batch = <BatchItem*>PyMem_Malloc((n + 1) * sizeof(BatchItem))
+        cdef int32_t* index = <int32_t*>PyMem_Malloc(buckets * sizeof(int32_t))
         try:
-            if (hashes == NULL or times == NULL or priorities == NULL or slots == NULL
-                    or latest == NULL or firsts == NULL):
+            if batch == NULL or index == NULL:
                 raise MemoryError()
             # Every item is checked before the first is scheduled: all or nothing.
-            _check_items(checked, ids, hashes, times, priorities, fns)
-            return _schedule_many(self, ids, hashes, times, priorities, fns, slots, latest, firsts)
+            _check_items(checked, batch)
+            return _schedule_many(self, checked, batch, index, buckets)
         finally:
-            PyMem_Free(firsts)
-            PyMem_Free(hashes)
-            PyMem_Free(times)
-            PyMem_Free(priorities)
-            PyMem_Free(slots)
-            PyMem_Free(latest)
+            PyMem_Free(batch)
+            PyMem_Free(index)
 
     def cancel(self, task_id):
         """cancel(task_id) -> bool
@@ -179,7 +171,7 @@ cdef class Scheduler:
         """
         if not self._head():
             return None
-        return (self._heap[0].run_at, self._ids.key(self._heap[0].slot))
+        return (_key_time(self._heap[0].key), self._ids.key(self._heap[0].slot))
 
     def next(self, now=None):
         """next(now=None) -> Task | float | None
@@ -219,6 +211,7 @@ cdef class Scheduler:
             t = _check_time(self._clock(), "clock()")
         else:
             t = _check_time(now, "now")
+        cdef uint64_t due = _time_key(t)
         cdef Py_ssize_t n = 0
         cdef uint64_t edits
         cdef Task task
@@ -227,22 +220,23 @@ cdef class Scheduler:
         # next()'s loop, without its per-call costs. Room in the list comes
         # before the claim, so a MemoryError never drops a claimed task: with
         # some claimed, the call hands them out and the next call raises.
-        while n != cap:
-            try:
-                if not self._head() or self._heap[0].run_at > t:
+        try:
+            while n != cap:
+                if not self._head() or self._heap[0].key > due:
                     break
                 edits = self._edits
                 task = Task.__new__(Task)  # may start a collection whose finalisers call back in
                 claimed.append(None)
-            except MemoryError:
-                if n:
-                    break
+                if edits == self._edits:
+                    claimed[n] = self._claim(task)
+                    n += 1
+                else:
+                    claimed.pop()  # a finaliser edited the scheduler: look again
+        except MemoryError:
+            if not n:
                 raise
-            if edits == self._edits:
-                claimed[n] = self._claim(task)
-                n += 1
-            else:
-                claimed.pop()  # a finaliser edited the scheduler: look again
+        # Once a call, as every other call: the claims above may have tipped the stale bound.
+        self._maybe_rebuild()
         return claimed
 
     def complete(self, Task task not None):
@@ -263,7 +257,8 @@ cdef class Scheduler:
         O(k) amortised: a worker that claimed a batch with ``pop_due()``
         finishes it in one call.
         """
-        cdef list checked = check_iterable(tasks, "tasks")
+        # A copy: the calls below must see the tasks that were checked.
+        cdef list checked = list(<list>tasks) if type(tasks) is list else check_iterable(tasks, "tasks")
         cdef Py_ssize_t k, marked = 0, n = len(checked)
         cdef Task task
         # Room for every parked version to return to the heap first: nothing below allocates
@@ -280,12 +275,15 @@ cdef class Scheduler:
                     raise InvalidTransition("cannot finish a task twice in one call")
                 task._in_batch = True  # a running task is in one batch at a time
                 marked += 1
-        finally:
+        except BaseException:
             for k in range(marked):
                 (<Task>checked[k])._in_batch = False
+            raise
         # Each task holds its id, so the ids that _end_run forgets free nothing here.
         for k in range(n):
-            self._end_run(<Task>checked[k], _COMPLETED, None)
+            task = <Task>checked[k]
+            task._in_batch = False
+            self._end_run(task, _COMPLETED, None)
 
     def fail(self, Task task not None, exception):
         """fail(task, exception) -> None
@@ -427,7 +425,7 @@ cdef class Scheduler:
                 self._edits += 1
             elif self._runs[head.slot] is not None:
                 edits = self._edits
-                parked = (head.run_at, head.priority, head.seq)  # may start a collection
+                parked = (_key_time(head.key), head.priority, head.seq)  # may start a collection
                 if edits != self._edits:
                     continue  # a finaliser edited the scheduler: look again
                 # Inserting boxes the slot and may grow the dict: no collection
@@ -447,16 +445,21 @@ cdef class Scheduler:
         cdef Task task
         while self._head():
             head = &self._heap[0]
-            if head.run_at > now:
-                return _wait(head.run_at, now)
+            if head.key > _time_key(now):
+                return _wait(_key_time(head.key), now)
             edits = self._edits
             task = Task.__new__(Task)  # may start a collection whose finalisers call back in
             if edits == self._edits:
-                return self._claim(task)
+                self._claim(task)
+                self._maybe_rebuild()
+                return task
         return None
 
     cdef Task _claim(self, Task task):
-        """Pop the root, a pending version whose id is idle, as the running ``task``."""
+        """Pop the root, a pending version whose id is idle, as the running ``task``.
+
+        The caller calls _maybe_rebuild() before it returns: pop_due() once for all its claims.
+        """
         cdef HeapEntry head = self._heap[0]
         cdef Py_ssize_t slot = head.slot
         _prefetch_next_claim(self, slot)
@@ -464,7 +467,7 @@ cdef class Scheduler:
         self._edits += 1
         task.task_id = self._ids.key(slot)
         task._version = self._slots[slot].version
-        task.run_at = head.run_at
+        task.run_at = _key_time(head.key)
         task.priority = head.priority
         task.fn = self._fns[slot]
         task.state = _RUNNING
@@ -474,7 +477,6 @@ cdef class Scheduler:
         self._runs[slot] = task
         self._live -= 1
         self._running += 1
-        self._maybe_rebuild()
         _prefetch_head_objects(self)
         return task
 
@@ -555,7 +557,7 @@ cdef class Scheduler:
         # Precondition: _heap_len < _heap_capacity (callers grow first, so a
         # MemoryError leaves the heap untouched).
         cdef HeapEntry item
-        item.run_at = run_at
+        item.key = _time_key(run_at)
         item.priority = priority
         item.seq = seq
         item.slot = slot

@@ -12,7 +12,10 @@ cdef inline void _prefetch_next_claim(Scheduler self, Py_ssize_t slot) noexcept:
     if self._heap_len < 2:
         return
     # The root's best child is what the pop usually moves up.
-    slot = self._heap[_best_child(self._heap, 1, min(_ARITY + 1, self._heap_len))].slot
+    if self._heap_len > _ARITY:
+        slot = self._heap[_best_of_four(self._heap, 1)].slot
+    else:
+        slot = self._heap[_best_child(self._heap, 1, self._heap_len)].slot
     PYSCHED_PREFETCH(&self._slots[slot])
     PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
     PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._runs)[slot])
