@@ -528,6 +528,49 @@ def test_a_finaliser_may_pop_from_the_queue(impl):
     assert popped == ["second"] and q.snapshot() == [(3, 3, "third")]
 
 
+class DyingKey(Key):
+    """A key (or tenant) whose finaliser runs a hook."""
+
+    def __init__(self, name, on_del):
+        super().__init__(name)
+        self.on_del = on_del
+
+    def __del__(self):
+        self.on_del(self)
+
+
+@pytest.mark.parametrize("leave", ["push", "push_or_evict", "pop", "pop_entry", "remove"])
+def test_a_key_and_tenant_released_on_leaving_may_call_back(impl, leave):
+    # Every object an entry held is released only once the queue is whole:
+    # the key's and the tenant's finalisers check it and push into it.
+    q = make(impl, 2)
+    seen = []
+
+    def call_back(obj):
+        q._check()
+        seen.append(obj.name)
+        q.push(-1, f"from {obj.name}")
+
+    q.push(5, "doomed", key=DyingKey("k", call_back), tenant=DyingKey("t", call_back))
+    q.push(3, "kept")
+    if leave.startswith("pop"):
+        q.reprioritize(Key("k"), 1)  # the doomed entry is now the best
+    calls = {
+        "push": lambda: q.push(1, "newcomer"),
+        "push_or_evict": lambda: q.push_or_evict(1, "newcomer"),
+        "pop": q.pop,
+        "pop_entry": q.pop_entry,
+        "remove": lambda: q.remove(Key("k")),
+    }
+    left = calls[leave]()
+    assert left is True or getattr(left, "value", left) == "doomed"
+    del left
+    gc.collect()
+    q._check()
+    assert sorted(seen) == ["k", "t"]
+    assert {"from k", "from t"} & {v for _, _, v in q.snapshot()}
+
+
 class Meddler:
     """A key whose ``__eq__`` edits the queue once, during a lookup."""
 

@@ -16,6 +16,7 @@ both and every outcome, exception type and message agree.
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,24 @@ def test_a_queue_divergence_is_caught():
     with pytest.raises(Divergence):
         run_queue_differential(Lying(), pure_namespace(), 1, None,
                                [("push", 1, "a", None, None), ("push", 0, "b", None, None)])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_large_queue_with_ties_and_the_int64_limits_agrees(seed):
+    # A hundred entries and their dead nodes: sifts choose among full groups
+    # of four children, many of equal priority, some at the int64 limits.
+    rng = random.Random(seed)
+    limits = [-(2**63), -(2**63) + 1, -1, 0, 2**63 - 2, 2**63 - 1]
+    ops: list[tuple] = []
+    for i in range(1500):
+        priority = rng.choice(limits) if rng.random() < 0.4 else rng.randint(-20, 20)
+        key = f"k{rng.randrange(i + 1)}"
+        ops.append(rng.choices([
+            ("push", priority, i, f"k{i}" if rng.random() < 0.3 else None, None),
+            ("push_or_evict", priority, i, None, None),
+            ("pop",), ("remove", key), ("reprioritize", key, priority),
+        ], weights=[60, 15, 12, 7, 6])[0])
+    run_queue_differential(compiled_module(), pure_namespace(), 100, None, ops)
 
 
 @pytest.mark.slow
