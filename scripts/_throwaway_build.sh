@@ -11,8 +11,15 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/pysched-build.XXXXXX")
 [ -n "${KEEP_WORK:-}" ] || trap 'rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM  # so that the EXIT trap cleans up on ^C or kill too
 
-"$PYTHON" -c "import Cython, setuptools, pytest, hypothesis" 2>/dev/null || {
-  echo "$PYTHON needs Cython, setuptools, pytest and hypothesis (pip install -e '.[test]' Cython)" >&2
+# The build runs setup.py directly, so the interpreter's own setuptools reads
+# pyproject.toml: it must be as new as [build-system] asks (a license string).
+"$PYTHON" -c "
+import Cython, setuptools, pytest, hypothesis
+assert int(setuptools.__version__.split('.')[0]) >= 77
+assert tuple(map(int, Cython.__version__.split('.')[:2])) >= (3, 1)
+" 2>/dev/null || {
+  echo "$PYTHON needs Cython>=3.1, setuptools>=77, pytest and hypothesis" \
+       "(pip install -e '.[test]' 'Cython>=3.1' 'setuptools>=77')" >&2
   exit 2
 }
 

@@ -253,7 +253,11 @@ cdef class IdTable:
 
     cdef inline void prefetch(self, Py_ssize_t s) noexcept:
         """Start loading the bucket ``remove(s)`` looks for first."""
-        PYSCHED_PREFETCH(&self.index[_home(self.hashes[s], self.shift)])
+        self.prefetch_hash(self.hashes[s])
+
+    cdef inline void prefetch_hash(self, Py_hash_t h) noexcept:
+        """Start loading the bucket that ``find`` and ``add`` of a key hashing to ``h`` look at first."""
+        PYSCHED_PREFETCH(&self.index[_home(h, self.shift)])
 
     cdef inline object key(self, Py_ssize_t s):
         return self.keys[s]

@@ -121,28 +121,20 @@ cdef class Scheduler:
         """
         cdef list checked = check_iterable(items, "items")
         cdef Py_ssize_t n = len(checked)
-        cdef list ids = [None] * n
-        cdef list fns = [None] * n
-        cdef Py_hash_t* hashes = <Py_hash_t*>PyMem_Malloc((n + 1) * sizeof(Py_hash_t))
-        cdef double* times = <double*>PyMem_Malloc((n + 1) * sizeof(double))
-        cdef int64_t* priorities = <int64_t*>PyMem_Malloc((n + 1) * sizeof(int64_t))
-        cdef Py_ssize_t* slots = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
-        cdef uint64_t* latest = <uint64_t*>PyMem_Malloc((n + 1) * sizeof(uint64_t))
-        cdef Py_ssize_t* firsts = <Py_ssize_t*>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+        cdef size_t buckets = 8
+        while buckets < <size_t>(2 * n):
+            buckets *= 2
+        cdef BatchItem* batch = <BatchItem*>PyMem_Malloc((n + 1) * sizeof(BatchItem))
+        cdef int32_t* index = <int32_t*>PyMem_Malloc(buckets * sizeof(int32_t))
         try:
-            if (hashes == NULL or times == NULL or priorities == NULL or slots == NULL
-                    or latest == NULL or firsts == NULL):
+            if batch == NULL or index == NULL:
                 raise MemoryError()
             # Every item is checked before the first is scheduled: all or nothing.
-            _check_items(checked, ids, hashes, times, priorities, fns)
-            return _schedule_many(self, ids, hashes, times, priorities, fns, slots, latest, firsts)
+            _check_items(checked, batch)
+            return _schedule_many(self, checked, batch, index, buckets)
         finally:
-            PyMem_Free(firsts)
-            PyMem_Free(hashes)
-            PyMem_Free(times)
-            PyMem_Free(priorities)
-            PyMem_Free(slots)
-            PyMem_Free(latest)
+            PyMem_Free(batch)
+            PyMem_Free(index)
 
     def cancel(self, task_id):
         """cancel(task_id) -> bool
@@ -266,7 +258,8 @@ cdef class Scheduler:
         O(k) amortised: a worker that claimed a batch with ``pop_due()``
         finishes it in one call.
         """
-        cdef list checked = check_iterable(tasks, "tasks")
+        # A copy: the calls below must see the tasks that were checked.
+        cdef list checked = list(<list>tasks) if type(tasks) is list else check_iterable(tasks, "tasks")
         cdef Py_ssize_t k, marked = 0, n = len(checked)
         cdef Task task
         # Room for every parked version to return to the heap first: nothing below allocates
@@ -283,12 +276,15 @@ cdef class Scheduler:
                     raise InvalidTransition("cannot finish a task twice in one call")
                 task._in_batch = True  # a running task is in one batch at a time
                 marked += 1
-        finally:
+        except BaseException:
             for k in range(marked):
                 (<Task>checked[k])._in_batch = False
+            raise
         # Each task holds its id, so the ids that _end_run forgets free nothing here.
         for k in range(n):
-            self._end_run(<Task>checked[k], _COMPLETED, None)
+            task = <Task>checked[k]
+            task._in_batch = False
+            self._end_run(task, _COMPLETED, None)
 
     def fail(self, Task task not None, exception):
         """fail(task, exception) -> None

@@ -1,95 +1,157 @@
 # Scheduler.schedule_many(): its items checked, then scheduled all or nothing.
 
-cdef int _check_items(list items, list ids, Py_hash_t* hashes, double* times,
-                      int64_t* priorities, list fns) except -1:
-    """Check every ``(task_id, run_at, priority, fn)`` of ``items`` into the arrays and lists;
-    a bad one raises naming its index and field (``items[3].run_at``)."""
+from cpython.tuple cimport PyTuple_GET_ITEM
+
+cdef enum:
+    _LOOKAHEAD = 8  # items ahead whose hash buckets are loaded while this one is placed
+
+
+ctypedef struct BatchItem:
+    # One checked item of a batch. Its id and fn stay in the item's tuple.
+    Py_hash_t hash
+    double run_at
+    int64_t priority
+    Py_ssize_t slot    # its id's slot; -1: new to the scheduler; -2 - k: the id came first as item k
+    uint64_t version   # the version it gets
+
+
+cdef int _check_items(list items, BatchItem* batch) except -1:
+    """Check every ``(task_id, run_at, priority, fn)`` of ``items`` into ``batch``;
+    a bad one raises naming its index and field (``items[3].run_at``).
+
+    Leaves every item an exact tuple: the commit reads ids and fns from them,
+    and a list or a tuple subclass could change or answer differently later.
+    """
     cdef Py_ssize_t k
     for k in range(len(items)):
         item = items[k]
         try:
-            if type(item) is not tuple and type(item) is not list or len(item) != 4:
-                raise TypeError
-            task_id, run_at, priority, fn = item
-            hashes[k] = hash(task_id)
-            times[k] = _check_time(run_at, "run_at")
-            priorities[k] = _check_priority(priority, "priority")
+            if type(item) is tuple:
+                if len(<tuple>item) != 4:
+                    raise TypeError
+                task_id = <object>PyTuple_GET_ITEM(item, 0)
+                run_at = <object>PyTuple_GET_ITEM(item, 1)
+                priority = <object>PyTuple_GET_ITEM(item, 2)
+                fn = <object>PyTuple_GET_ITEM(item, 3)
+            else:
+                if not isinstance(item, (tuple, list)) or len(item) != 4:
+                    raise TypeError
+                task_id, run_at, priority, fn = item
+                items[k] = (task_id, run_at, priority, fn)
+            batch[k].hash = hash(task_id)
+            batch[k].run_at = _check_time(run_at, "run_at")
+            batch[k].priority = _check_priority(priority, "priority")
             _check_callable(fn, "fn")
         except Exception:
             check_schedule_item(item, f"items[{k}]")  # raises, naming the field
             raise
-        ids[k] = task_id
-        fns[k] = fn
     return 0
 
 
-cdef list _schedule_many(Scheduler self, list ids, Py_hash_t* hashes, double* times,
-                         int64_t* priorities, list fns, Py_ssize_t* slots, uint64_t* latest,
-                         Py_ssize_t* firsts):
+cdef inline object _item_id(list items, Py_ssize_t k):
+    return <object>PyTuple_GET_ITEM(items[k], 0)
+
+
+cdef Py_ssize_t _first_of(list items, BatchItem* batch, int32_t* index, size_t mask, int shift,
+                          Py_ssize_t k) except -2:
+    """The batch's first item with item ``k``'s id, or -1 if ``k`` is the first (then indexed).
+
+    ``index`` is an open-addressing table of item numbers, -1 where empty.
+    """
+    cdef object task_id = _item_id(items, k)
+    cdef Py_hash_t h = batch[k].hash
+    cdef size_t i = _home(h, shift)
+    cdef int32_t j
+    while True:
+        j = index[i]
+        if j < 0:
+            index[i] = <int32_t>k
+            return -1
+        if batch[j].hash == h:
+            other = _item_id(items, j)
+            if other is task_id or other == task_id:  # __eq__ may call back: the caller looks again
+                return j
+        i = (i + 1) & mask
+
+
+cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* index,
+                         size_t buckets):
     """schedule_many() with checked items: all or nothing.
 
-    ``slots``, ``latest`` and ``firsts`` are scratch room, one of each an item.
+    ``batch`` holds the checked items; ``index`` is scratch room of ``buckets``
+    int32s (a power of two above twice the items) to find an id's repeats.
     """
-    cdef Py_ssize_t k, slot, first, seen, n = len(ids), fresh
+    cdef Py_ssize_t k, slot, first, n = len(items), fresh, replacing, r
     cdef uint64_t edits
-    cdef IdTable batch
-    cdef list versions, old_fns
+    cdef int shift = 64
+    cdef list versions
+    cdef list old_fns = None  # released on return, once the state is whole
     cdef SlotState* state
+    while (<size_t>1 << (64 - shift)) < buckets:
+        shift -= 1
     while True:
         # Allocate everything first, as _schedule() does: the versions
         # (an id may come more than once), then room in the heap, the id
-        # table and the per-slot arrays for every id new to the scheduler.
-        # find() may run a key's __eq__, and allocating may
-        # start a collection whose finalisers call back in: then look again.
+        # table and the per-slot arrays for every id new to the scheduler,
+        # and a list for the fns that replaced versions drop.
+        # An id's __eq__ may run, and allocating may start a collection
+        # whose finalisers call back in: then look again.
         edits = self._edits
-        # The batch's own ids: batch slot s is the id whose first item is
-        # firsts[s]. A C table allocates no tracked object per item, so no
-        # collection starts to walk the big lists while it fills.
-        batch = IdTable()
+        memset(index, -1, buckets * sizeof(int32_t))
         versions = [None] * n
-        old_fns = [None] * n  # released on return, once the state is whole
-        fresh = 0
+        fresh = replacing = 0
         for k in range(n):
-            seen = batch.find(ids[k], hashes[k])
-            if seen >= 0:  # the id came before: its version after its items so far
-                first = firsts[seen]
-                latest[first] += 1
-                slots[k] = -2 - first  # the slot its first item gets
+            if k + _LOOKAHEAD < n:  # a big batch misses the caches on each id's buckets: load ahead
+                PYSCHED_PREFETCH(&index[_home(batch[k + _LOOKAHEAD].hash, shift)])
+                self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
+            first = _first_of(items, batch, index, buckets - 1, shift, k)
+            if first >= 0:  # the id came before: its version after its items so far
+                batch[first].version += 1
+                batch[k].slot = -2 - first
+                replacing += 1
             else:
                 first = k
-                firsts[batch.add(ids[k], hashes[k])] = k
-                slot = self._ids.find(ids[k], hashes[k])
-                latest[k] = 1 if slot < 0 else self._slots[slot].version + 1
-                slots[k] = slot
-                fresh += slot < 0
-            versions[k] = latest[first]
+                slot = self._ids.find(_item_id(items, k), batch[k].hash)
+                batch[k].slot = slot
+                if slot < 0:
+                    batch[k].version = 1
+                    fresh += 1
+                else:
+                    batch[k].version = self._slots[slot].version + 1
+                    replacing += self._slots[slot].pending_seq != 0
+            versions[k] = batch[first].version
         if self._heap_capacity - self._heap_len < n:
             _resize_heap(self, _grown(self._heap_capacity, self._heap_len + n))
         _reserve_slots(self, fresh)  # first: the table's slot limit grows next
         self._ids.reserve(fresh)
+        old_fns = [None] * replacing if replacing else None
         if edits == self._edits:
             break
     # Nothing below allocates: the adds have their room.
+    r = 0
     for k in range(n):
-        slot = slots[k]
+        if k + _LOOKAHEAD < n and batch[k + _LOOKAHEAD].slot == -1:
+            self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
+        slot = batch[k].slot
         if slot < -1:
-            slot = slots[-2 - slot]  # its id's first item, already placed
+            slot = batch[-2 - slot].slot  # its id's first item, already placed
         elif slot == -1:
-            slot = self._ids.add(ids[k], hashes[k])
+            slot = self._ids.add(_item_id(items, k), batch[k].hash)
             self._slots[slot].version = 0
             self._slots[slot].pending_seq = 0
-        slots[k] = slot
+        batch[k].slot = slot
         if self._slots[slot].pending_seq:
-            old_fns[k] = self._drop_pending(slot)
+            old_fns[r] = self._drop_pending(slot)
+            r += 1
             self._replaced += 1
         self._seq += 1
         self._edits += 1
         state = &self._slots[slot]
         state.version += 1
         state.pending_seq = self._seq
-        self._fns[slot] = fns[k]
+        self._fns[slot] = <object>PyTuple_GET_ITEM(items[k], 3)
         self._live += 1
-        self._push(times[k], priorities[k], self._seq, slot)
+        self._push(batch[k].run_at, batch[k].priority, self._seq, slot)
     # Once, at the end: a shrink of the heap in between would take the room back.
     self._maybe_rebuild()
     return versions

@@ -7,6 +7,7 @@ results, stats and states.
 
 from __future__ import annotations
 
+import collections
 import math
 
 import pytest
@@ -198,6 +199,27 @@ def test_schedule_many_takes_any_iterable(impl):
     assert s.schedule_many(iter([("a", 1.0, 0, noop), ["b", 2, 1, noop]])) == [1, 1]
     assert s.schedule_many([]) == []
     assert s.peek() == (1.0, "a")
+
+
+Item = collections.namedtuple("Item", "task_id run_at priority fn")
+
+
+class SwappingItem(tuple):
+    """A tuple whose iteration answers differently the second time."""
+
+    def __iter__(self):
+        read_before = getattr(self, "read", False)
+        self.read = True
+        yield from ("swapped", 9.0, 0, noop) if read_before else tuple.__iter__(self)
+
+
+def test_schedule_many_takes_tuple_subclasses_and_reads_each_item_once(impl):
+    s = impl.Scheduler()
+    items = [Item("a", 1.0, 2, noop), SwappingItem(("b", 2.0, 0, noop))]
+    assert s.schedule_many(items) == [1, 1]
+    assert [s.next(now=5.0).task_id, s.next(now=5.0).task_id] == ["a", "b"]
+    assert s.state("swapped") is None
+    s._check()
 
 
 @pytest.mark.parametrize(("bad", "error", "match"), [

@@ -392,3 +392,38 @@ def test_schedule_many_is_all_or_nothing_when_the_core_allocates():
     # Ids past the small-int cache and strings: boxing and hashing them allocates.
     assert check_all_or_nothing(compiled_module(), lambda i: (i, "id"),
                                 fail_at_allocation) > 0
+
+
+class CallingBackId:
+    """An id whose first comparison with an equal id schedules another id, through ``hook``."""
+
+    hook = None
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __eq__(self, other):
+        hook, CallingBackId.hook = CallingBackId.hook, None
+        if hook is not None:
+            hook()
+        return isinstance(other, CallingBackId) and other.n == self.n
+
+
+def test_schedule_many_looks_again_when_an_ids_eq_calls_back(impl):
+    """A batch naming one new id twice compares the two: an __eq__ that schedules that
+    very id in the middle must leave the outcome of the callback, then the batch."""
+    s = impl.Scheduler()
+    first, again = CallingBackId(1), CallingBackId(1)
+    CallingBackId.hook = lambda: s.schedule(CallingBackId(1), 0.5, 0, noop)
+    versions = s.schedule_many([(first, 2.0, 0, noop), ("x", 1.0, 0, noop), (again, 3.0, 0, noop)])
+    assert CallingBackId.hook is None  # it ran
+    assert versions == [2, 1, 3]
+    s._check()
+    assert len(s) == 2 and s.stats()["replaced"] == 2
+    claimed = [s.next(now=9.0) for _ in range(2)]
+    assert [(t.task_id.n if t.task_id != "x" else "x", t.version, t.run_at) for t in claimed] == [
+        ("x", 1, 1.0), (1, 3, 3.0)]
+    assert s.next(now=9.0) is None

@@ -753,3 +753,33 @@ def test_a_process_stalled_past_a_lease_never_takes_over_its_own_running_fire_ti
     STALLED[:] = [store, here]
     step([here], clocks)
     assert RAN == [("a", T0 + 1, 1)] and here.counts["series_reruns"] == 0
+
+
+def test_sqlite_series_rows_of_invalid_utf8_are_read_and_never_run(
+        tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """SQLite keeps whatever bytes a writer puts in a text column: one series row whose
+    series_id or spec is not UTF-8 made every re-read raise, so no series ran."""
+    from pysched.durable import SQLiteStore
+
+    RAN.clear()
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        table = store.series_table()
+        clocks = Clocks()
+        put(table, Every(1.0), label="good", series_id="good")
+        put(table, Every(1.0), label="bad-id", series_id="bad-id")
+        put(table, Every(1.0), label="bad-spec", series_id="bad-spec")
+        db = store._conns.get()  # type: ignore[attr-defined]
+        db.execute("UPDATE pysched_tasks_series SET series_id = CAST(x'ff61' AS TEXT)"
+                   " WHERE series_id = 'bad-id'")
+        db.execute("UPDATE pysched_tasks_series SET spec = CAST(x'7bff' AS TEXT)"
+                   " WHERE series_id = 'bad-spec'")
+        here = driver(table, clocks, "here")
+        with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+            for _ in range(3):
+                step([here], clocks)
+        assert {label for label, _, _ in RAN} == {"good"}
+        assert here.counts["series_refused"] == 1  # the spec that is not a trigger
+        assert any("spec is not a trigger" in r.getMessage() for r in caplog.records)
+    finally:
+        store.close()

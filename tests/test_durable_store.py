@@ -354,3 +354,29 @@ def test_a_row_of_invalid_utf8_is_claimed_and_refused_not_a_stall_of_every_claim
         assert store.counts() == {"completed": 1, "error": 1}
     finally:
         store.close()
+
+
+def test_a_row_whose_task_id_is_not_utf8_is_refused_in_the_claim_not_run(
+        tmp_path: Any, caplog: Any) -> None:
+    """A task_id of invalid UTF-8 made every claim and every re-read raise; read with
+    its bytes replaced, it would run and never record its outcome (nothing can name
+    it), then run again at every lease's end. The claim ends it in error and logs why."""
+    from pysched.durable import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        store.schedule([new("good", 5.0)])
+        store._conns.get().execute(  # type: ignore[attr-defined]
+            "INSERT INTO pysched_tasks (task_id, version, state, run_at, priority, ref, args,"
+            " seq, queue) VALUES (CAST(x'ff61' AS TEXT), 1, 'pending', 1.0, 0, 'note',"
+            " '[[], {}]', 0, 'default')")
+        assert sorted(r.task_id for r in store.rows()) == ["good", "\ufffda"]
+        with caplog.at_level("WARNING", logger="pysched.durable"):
+            assert [c.task_id for c in store.claim(1e9, 10, "w", LIVE)] == ["good"]
+        assert "task_id is not UTF-8" in caplog.text and "ff" in caplog.text
+        assert store.counts() == {"running": 1, "error": 1}
+        assert store.claim(1e9, 10, "w", LIVE) == []  # refused once: never claimed again
+        assert store.held_by("w") == ["good"]
+        assert [r.task_id for r in store.rows()] == []
+    finally:
+        store.close()

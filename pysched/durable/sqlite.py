@@ -15,6 +15,7 @@ failure or OS crash; pass ``synchronous="FULL"`` to survive those too.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -27,6 +28,11 @@ from .series_table import SQLSeriesTable
 from .store import KNOWN_STATES, ROW_FORMAT, Store, batch_prefix, check_key, check_tasks, claimed
 
 __all__ = ["SQLiteStore"]
+
+log = logging.getLogger("pysched.durable")
+
+# The error of a row refused because its task_id is not text (see SQLiteStore._keyed).
+_NOT_A_KEY = "refused: its task_id is not valid UTF-8 text"
 
 # Columns added after the first release: (name, type and default), added to old tables.
 ADDED_COLUMNS = [("queue", "TEXT NOT NULL DEFAULT 'default'"), ("updated_at", "REAL")]
@@ -73,6 +79,7 @@ class SQLiteStore(Store):
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
                              check_same_thread=False)
+        db.text_factory = _text
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={self._synchronous}")
         return db
@@ -129,10 +136,8 @@ class SQLiteStore(Store):
 
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         db = self._conns.get()
-        # Text a row's writer chose is read as bytes and decoded here (see _text).
-        cols = ("task_id, version, CAST(state AS BLOB), run_at, priority, state = 'pending' AND"
-                " lease_expires IS NOT NULL AND lease_expires >= ?, CAST(ref AS BLOB),"
-                " CAST(queue AS BLOB)")
+        cols = ("task_id, version, state, run_at, priority, state = 'pending' AND"
+                " lease_expires IS NOT NULL AND lease_expires >= ?, ref, queue")
         now = self._clock()
         if task_ids is None:
             found = db.execute(f"SELECT {cols} FROM {self.table} WHERE state = 'pending'",
@@ -144,8 +149,7 @@ class SQLiteStore(Store):
                 chunk = ids[i:i + 500]
                 found += db.execute(f"SELECT {cols} FROM {self.table} WHERE task_id IN"
                                     f" ({','.join('?' * len(chunk))})", (now, *chunk)).fetchall()
-        return rows_of([(r[0], r[1], _text(r[2]), r[3], r[4], r[5], _text(r[6]), _text(r[7]))
-                        for r in found])
+        return rows_of(found)
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
@@ -166,11 +170,31 @@ class SQLiteStore(Store):
                 "    WHERE substr(ref, 1, length(value)) = value))"
                 "  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))"
                 "  ORDER BY run_at, priority DESC, seq LIMIT :limit) AND state = 'pending'"
-                " RETURNING task_id, version, run_at, priority, CAST(ref AS BLOB),"
-                " CAST(args AS BLOB), attempts, lease_token, fmt, seq",
+                " RETURNING task_id, version, run_at, priority, ref, args, attempts,"
+                " lease_token, fmt, seq, rowid, CAST(task_id AS BLOB)",
                 {"owner": owner, "batch": batch or batch_prefix(owner), "now": now, "lease": lease,
                  "threshold": threshold, "limit": limit, **_serves_params(serves)}).fetchall()
-        return claimed([(*r[:4], _text(r[4]), _text(r[5]), *r[6:]) for r in found])
+            keep = [r[:10] for r in found if self._keyed(db, r[10], r[11], now)]
+        return claimed(keep)
+
+    def _keyed(self, db: sqlite3.Connection, rowid: int, raw_id: Any, now: float) -> bool:
+        """Whether a claimed row's task_id is text a str names; else it is ended in error.
+
+        Nothing can address such a row by its id (the store's own writes always
+        are UTF-8), so it would run and then be unable to record its outcome,
+        run again at every lease's end. It is refused here, in the claim's own
+        transaction, by its rowid.
+        """
+        try:
+            raw_id.decode("utf-8")
+        except (AttributeError, UnicodeDecodeError):
+            db.execute(f"UPDATE {self.table} SET state = 'error', error = ?, updated_at = ?,"
+                       " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+                       " WHERE rowid = ?", (_NOT_A_KEY, now, rowid))
+            log.warning("refused a row whose task_id is not UTF-8 text (%r): ended in error",
+                        raw_id)
+            return False
+        return True
 
     def finish(self, outcomes: Sequence[Outcome]) -> list[bool]:
         t = self.table
@@ -320,15 +344,20 @@ class SQLiteStore(Store):
         self._conns.close_all()
 
 
-def _text(value: Any) -> Any:
-    """A text column read as a BLOB, decoded with invalid UTF-8 replaced.
+def _text(value: bytes) -> str:
+    """Every TEXT value the store reads, decoded with invalid UTF-8 replaced.
 
-    SQLite keeps whatever bytes a writer put in a TEXT column; read as text, one
-    row of invalid UTF-8 makes the whole statement raise, so a single corrupt or
-    hostile ``args`` would stall every claim (it rolls back) and every re-read.
-    Decoded here, such a row is claimed like any other and refused as a bad row.
+    SQLite keeps whatever bytes a writer put in a TEXT column, and the default
+    decoding raises on one row of invalid UTF-8, failing the whole statement: a
+    single corrupt or hostile row would stall every claim (it rolls back) and
+    every re-read. Decoded here, such a row reads like any other; a claim then
+    refuses it (its args are not JSON, its ref names no task, its task_id is
+    not text: see SQLiteStore._keyed).
     """
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("utf-8", "replace")
 
 
 def _serves_params(serves: Serves | None) -> dict[str, str | None]:
