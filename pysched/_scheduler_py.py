@@ -288,14 +288,14 @@ class Scheduler:
             entry = self._head()
             if entry is None:
                 return None
-            run_at, neg_priority, seq, slot = entry
-            if run_at > now:
-                return _wait(run_at, now)
+            if entry[0] > now:
+                return _wait(entry[0], now)
             edits = self._edits
-            assert slot.fn is not None
-            task = Task(slot.task_id, slot.version, run_at, -neg_priority, slot.fn)
+            task = self._new_task(entry)
             if edits == self._edits:  # else a finaliser edited the scheduler: look again
-                return self._claim(slot, task)
+                self._claim(entry[3], task)
+                self._maybe_rebuild()
+                return task
 
     def pop_due(self, now: float | None = None, limit: int | None = None) -> list[Task]:
         """Claim up to ``limit`` due tasks (all that are due when None), in ``next()`` order.
@@ -308,22 +308,27 @@ class Scheduler:
         now = check_time(self._clock(), "clock()") if now is None else check_time(now, "now")
         limit = -1 if limit is None else check_capacity(limit, "limit")
         claimed: list[Any] = []
-        # Room in the list comes before the claim, so a MemoryError never drops
-        # a claimed task: with some claimed, the call hands them out and the
-        # next call raises.
+        # next()'s loop. Room in the list comes before the claim, so a
+        # MemoryError never drops a claimed task: with some claimed, the call
+        # hands them out and the next call raises.
         while len(claimed) != limit:
             try:
+                entry = self._head()
+                if entry is None or entry[0] > now:
+                    break
+                edits = self._edits
+                task = self._new_task(entry)
                 claimed.append(None)
-                task = self.next(now)
             except MemoryError:
-                claimed.pop()
                 if claimed:
                     break
                 raise
-            if not isinstance(task, Task):
-                claimed.pop()
-                break
-            claimed[-1] = task
+            if edits == self._edits:
+                claimed[-1] = self._claim(entry[3], task)
+            else:
+                claimed.pop()  # a finaliser edited the scheduler: look again
+        # Once a call, as every other call: the claims above may have tipped the stale bound.
+        self._maybe_rebuild()
         return claimed
 
     def complete(self, task: Task) -> None:
@@ -563,8 +568,17 @@ class Scheduler:
             else:
                 return entry
 
+    def _new_task(self, entry: _Entry) -> Task:
+        """The Task that claiming ``entry``, the root, would hand out (nothing changes yet)."""
+        run_at, neg_priority, _seq, slot = entry
+        assert slot.fn is not None
+        return Task(slot.task_id, slot.version, run_at, -neg_priority, slot.fn)
+
     def _claim(self, slot: _Slot, task: Task) -> Task:
-        """Pop the root, which is ``slot``'s pending version, as the running ``task``."""
+        """Pop the root, which is ``slot``'s pending version, as the running ``task``.
+
+        The caller calls _maybe_rebuild() before it returns: pop_due() once for all its claims.
+        """
         heappop(self._heap)
         self._edits += 1
         slot.pending_seq = 0
@@ -572,7 +586,6 @@ class Scheduler:
         slot.running = task
         self._live -= 1
         self._running += 1
-        self._maybe_rebuild()
         return task
 
     def _drop_pending(self, slot: _Slot) -> Callable[[], Any] | None:

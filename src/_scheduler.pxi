@@ -220,21 +220,22 @@ cdef class Scheduler:
         # next()'s loop, without its per-call costs. Room in the list comes
         # before the claim, so a MemoryError never drops a claimed task: with
         # some claimed, the call hands them out and the next call raises.
-        try:
-            while n != cap:
+        while n != cap:
+            try:
                 if not self._head() or self._heap[0].key > due:
                     break
                 edits = self._edits
                 task = Task.__new__(Task)  # may start a collection whose finalisers call back in
                 claimed.append(None)
-                if edits == self._edits:
-                    claimed[n] = self._claim(task)
-                    n += 1
-                else:
-                    claimed.pop()  # a finaliser edited the scheduler: look again
-        except MemoryError:
-            if not n:
+            except MemoryError:
+                if n:
+                    break
                 raise
+            if edits == self._edits:
+                claimed[n] = self._claim(task)
+                n += 1
+            else:
+                claimed.pop()  # a finaliser edited the scheduler: look again
         # Once a call, as every other call: the claims above may have tipped the stale bound.
         self._maybe_rebuild()
         return claimed
