@@ -30,7 +30,7 @@ def check_time(value: Any, name: str) -> float:
         raise TypeError(f"{name} must be a real number, not {type(value).__name__}") from exc
     if not math.isfinite(seconds):
         raise ValueError(f"{name} must be finite, got {value!r}")
-    return seconds
+    return seconds + 0.0  # -0.0 is 0.0, as the core's integer keys of times have it
 
 
 def _as_int(value: Any, name: str) -> int:

@@ -11,12 +11,19 @@ cdef inline double _check_time(object value, str name) except? -1.0:
     return <double>check_time(value, name)
 
 
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object value, int* overflow) except? -1
+
+
 cdef inline int64_t _check_priority(object value, str name) except? -1:
+    cdef int overflow
+    cdef long long priority
     if type(value) is int:
-        try:
-            return <int64_t>value
-        except OverflowError:
-            pass
+        # An int too big for 64 bits sets overflow instead of raising, so no
+        # exception is made and caught on the way to check_priority's message.
+        priority = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if not overflow:
+            return priority
     return <int64_t>check_priority(value, name)
 
 

@@ -107,3 +107,11 @@ def test_both_zeros_are_one_time(impl):
     s.schedule("sooner", -5e-324, -9, noop)
     assert [task.task_id for task in s.pop_due(-0.0)] == ["sooner", "high", "low"]
     assert s.next(now=0.0) == 5e-324
+
+
+def test_a_time_of_minus_zero_comes_back_as_zero_from_both(impl):
+    s = impl.Scheduler(clock=lambda: 0.0)
+    s.schedule("a", -0.0, 0, noop)
+    s.schedule_many([("b", -0.0, 0, noop)])
+    assert [math.copysign(1.0, run_at) for run_at, _ in [s.peek()]] == [1.0]
+    assert [math.copysign(1.0, task.run_at) for task in s.pop_due(1.0)] == [1.0, 1.0]
