@@ -66,13 +66,13 @@ logged() {
     tail -n 30 "$log"; return 1
 }
 
-# The sdist's own tests, the README and docs (tests read them) and pytest config,
-# copied to a fresh folder: run from there, `import pysched` can only find the
-# installed package.
+# The sdist's own tests, the README, docs and benchmark scripts (tests read or run
+# them) and pytest config, copied to a fresh folder: run from there, `import pysched`
+# can only find the installed package.
 test_copy() {
     local dir; dir=$(mktemp -d "$WORK/tests.XXXXXX")
-    cp -r "$SDIST_DIR/tests" "$SDIST_DIR/docs" "$SDIST_DIR/README.md" "$SDIST_DIR/pyproject.toml" \
-        "$dir/"
+    cp -r "$SDIST_DIR/tests" "$SDIST_DIR/docs" "$SDIST_DIR/benchmarks" "$SDIST_DIR/README.md" \
+        "$SDIST_DIR/pyproject.toml" "$dir/"
     echo "$dir"
 }
 
