@@ -755,10 +755,11 @@ def test_a_process_stalled_past_a_lease_never_takes_over_its_own_running_fire_ti
     assert RAN == [("a", T0 + 1, 1)] and here.counts["series_reruns"] == 0
 
 
-def test_sqlite_series_rows_of_invalid_utf8_are_read_and_never_run(
+def test_sqlite_series_rows_of_invalid_utf8_are_logged_refusals_not_a_stall(
         tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     """SQLite keeps whatever bytes a writer puts in a text column: one series row whose
-    series_id or spec is not UTF-8 made every re-read raise, so no series ran."""
+    series_id or spec is not UTF-8 made every re-read raise, so no series ran. Each is
+    now refused, with a log line, and the good one runs."""
     from pysched.durable import SQLiteStore
 
     RAN.clear()
@@ -779,7 +780,10 @@ def test_sqlite_series_rows_of_invalid_utf8_are_read_and_never_run(
             for _ in range(3):
                 step([here], clocks)
         assert {label for label, _, _ in RAN} == {"good"}
-        assert here.counts["series_refused"] == 1  # the spec that is not a trigger
-        assert any("spec is not a trigger" in r.getMessage() for r in caplog.records)
+        assert here.counts["series_refused"] == 2  # logged once each, not at every re-read
+        refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert len(refusals) == 2
+        assert any("series_id is not valid UTF-8" in m for m in refusals)
+        assert any("spec is not a trigger" in m for m in refusals)
     finally:
         store.close()

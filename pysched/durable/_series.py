@@ -171,6 +171,8 @@ class SeriesDriver:
         if not self.served(row.ref, row.queue):
             return Entry(row.generation, None, None, [], {}, row)
         try:
+            if not row.id_is_text:
+                raise BadRow("its series_id is not valid UTF-8 text")
             spec = decode_spec(row.spec)
             args, kwargs = decode_args(row.args)
             fn = self.registry.resolve(row.ref)

@@ -51,6 +51,9 @@ class SeriesRow(NamedTuple):
     # The newest fire time claimed for this generation, or the series' floor (below
     # which claims were pruned) if that is newer.
     last_fire: float | None
+    # False for an id SQLite held as bytes that are not UTF-8 (read with them
+    # replaced): no statement can name that row, so it is refused.
+    id_is_text: bool = True
 
 
 class FireClaim(NamedTuple):
@@ -115,6 +118,17 @@ class SeriesTable(ABC):
     @abstractmethod
     def fire(self, series_id: str, generation: int, fire_time: float) -> dict[str, Any] | None:
         """Every column of one fire-time claim, for inspection and tests."""
+
+
+def _is_text(raw: bytes | None) -> bool:
+    """Whether a raw id read as bytes (None: the database keeps only text) is UTF-8."""
+    if raw is None:
+        return True
+    try:
+        raw.decode("utf-8")
+    except (AttributeError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def _newest(a: float | None, b: float | None) -> float | None:
@@ -264,13 +278,19 @@ Run = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
 
 class SQLSeriesTable(SeriesTable):
     """The series tables in SQLite or PostgreSQL: the same SQL, named parameters
-    (``:name``, rewritten for psycopg), ``now`` the store's clock as SQL."""
+    (``:name``, rewritten for psycopg), ``now`` the store's clock as SQL.
 
-    def __init__(self, table: str, run: Run, *, now: str, pyformat: bool) -> None:
+    ``raw_id`` is SQL for the bytes of ``s.series_id`` where the database keeps
+    text that may not be UTF-8 (SQLite), NULL where it cannot (PostgreSQL).
+    """
+
+    def __init__(self, table: str, run: Run, *, now: str, pyformat: bool,
+                 raw_id: str = "NULL") -> None:
         self._s, self._f = f"{table}_series", f"{table}_fires"
         self._run = run
         self._now = now
         self._pyformat = pyformat
+        self._raw_id = raw_id
 
     def create_statements(self) -> list[str]:
         """The DDL, idempotent; the store runs it when it opens its table."""
@@ -324,10 +344,10 @@ class SQLSeriesTable(SeriesTable):
         found = self._sql(
             "SELECT s.series_id, s.generation, s.state, s.spec, s.ref, s.args, s.priority,"
             f" s.queue, s.created, (SELECT max(f.fire_time) FROM {self._f} f"
-            "  WHERE f.series_id = s.series_id AND f.generation = s.generation), s.floor"
-            f" FROM {self._s} s WHERE s.state <> 'cancelled'", {})
+            "  WHERE f.series_id = s.series_id AND f.generation = s.generation), s.floor,"
+            f" {self._raw_id} FROM {self._s} s WHERE s.state <> 'cancelled'", {})
         return [SeriesRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
-                          _newest(r[9], r[10])) for r in found]
+                          _newest(r[9], r[10]), _is_text(r[11])) for r in found]
 
     def claim(self, series_id: str, generation: int, fire_time: float, owner: str,
               lease: float) -> FireClaim | None:

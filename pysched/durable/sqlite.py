@@ -57,7 +57,8 @@ class SQLiteStore(Store):
         self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(
             self._connect, sqlite3.Connection.close)
         self._seen_changes: float | None = None
-        self._series = SQLSeriesTable(t, self._run_series, now=":now", pyformat=False)
+        self._series = SQLSeriesTable(t, self._run_series, now=":now", pyformat=False,
+                                      raw_id="CAST(s.series_id AS BLOB)")
         with self._write() as db:
             db.execute(f"CREATE TABLE IF NOT EXISTS {t} ("
                        "task_id TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL,"
