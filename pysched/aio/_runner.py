@@ -24,7 +24,8 @@ from typing import Any
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN
 from ..pool.book import Book
-from ._calls import TASKS_TAKE_A_CONTEXT, has_begun, settable
+from ._calls import TASKS_TAKE_A_CONTEXT, settable
+from ._calls import has_begun as coroutine_has_begun
 from ._future import CANCELLED, CLOSED, FINISHED, REPLACED, AsyncTaskFuture
 from ._host import Host
 from ._timer import DeadlineTimer
@@ -100,12 +101,12 @@ class LoopRunner:
 
     def has_begun(self, run: AsyncTaskFuture[Any]) -> bool:
         """Whether any code of a running (claimed) version has run."""
-        return run is self._calling or run._aio is None or has_begun(run._coro)
+        return run is self._calling or run._aio is None or coroutine_has_begun(run._coro)
 
     def cancel(self, task_id: Hashable) -> bool:
         """End ``task_id``'s version that has not started, stop the one that runs; whether found.
 
-        The caller settles (see settle()).
+        The caller settles afterwards (see settle()), as after close().
         """
         ended: list[AsyncTaskFuture[Any]] = []
         found, started = self.book.cancel(task_id, CANCELLED, ended)
@@ -138,10 +139,7 @@ class LoopRunner:
         self.settle()
 
     def close(self) -> None:
-        """open -> closing: end every version that has not started, and start nothing more.
-
-        The caller settles (see settle()).
-        """
+        """open -> closing: end every version that has not started, and start nothing more."""
         book = self.book
         ended: list[AsyncTaskFuture[Any]] = []
         book.close(ended)  # open -> closing; every pending version ends

@@ -241,7 +241,7 @@ class AsyncScheduler:
             cancel_running = self._cancel_running_on_close
         runner = self._runner
         if self._book.state is OPEN:
-            runner.close()  # open -> closing; nothing that has not started will
+            runner.close()  # open -> closing: what has not started ends, the pump stops
             self._series.close()  # its listeners are called
         if cancel_running:
             runner.cancel_running(CLOSED)
@@ -324,7 +324,7 @@ class AsyncScheduler:
 
     @property
     def _core(self) -> Any:
-        """The core Scheduler, made on binding (None before)."""
+        """The core Scheduler, made on binding (None before); tests read it."""
         return self._book.core
 
     def _counts(self) -> dict[str, int]:
