@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pysched.aio import AsyncScheduler
+from pysched.aio._runner import LoopRunner
 from pysched.aio._timer import EARLY_WAKE_DELAY, DeadlineTimer
 
 EARLY = 4e-4
@@ -86,14 +87,14 @@ def test_callables_spread_over_time_start_on_time_without_spinning(
         loop = loop_factory()
     n = 200
     pumps = 0
-    pump = AsyncScheduler._pump
+    pump = LoopRunner._pump
 
-    def counted(self: AsyncScheduler) -> None:
+    def counted(self: LoopRunner) -> None:
         nonlocal pumps
         pumps += 1
         pump(self)
 
-    monkeypatch.setattr(AsyncScheduler, "_pump", counted)
+    monkeypatch.setattr(LoopRunner, "_pump", counted)
 
     async def main() -> list[tuple[float, float]]:
         sched = AsyncScheduler()

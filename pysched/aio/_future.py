@@ -50,11 +50,11 @@ __all__ = ["CANCELLED", "CLOSED", "FINISHED", "PENDING", "REPLACED", "AsyncTaskF
 
 
 class _Owner(Protocol):
-    """What a Future needs of the scheduler that handed it out."""
+    """What a Future needs of the scheduler that handed it out (its LoopRunner)."""
 
-    def _cancel_version(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool: ...
+    def cancel_future(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool: ...
 
-    def _has_begun(self, run: AsyncTaskFuture[Any]) -> bool: ...
+    def has_begun(self, run: AsyncTaskFuture[Any]) -> bool: ...
 
 
 class _UnretrievedLog:
@@ -100,7 +100,7 @@ class AsyncTaskFuture(Generic[_T]):
     _loop: AbstractEventLoop
     _state: str
     _result: Any  # set when it finishes
-    _owner: _Owner | None  # the scheduler that made it; None for a Future made by hand
+    _owner: _Owner | None  # the runner of the scheduler that made it; None if made by hand
     _task_id: Hashable
     _version: int
     # A copy of its caller's context, which the version runs in (None when that
@@ -209,7 +209,7 @@ class AsyncTaskFuture(Generic[_T]):
         owner = self._owner
         if owner is None:  # made by hand: a plain Future
             return self._resolve_cancelled(CANCELLED, msg)
-        return owner._cancel_version(self, CANCELLED, msg)
+        return owner.cancel_future(self, CANCELLED, msg)
 
     def set_result(self, result: _T) -> None:
         """Finish it with ``result``; InvalidStateError if done."""
@@ -275,7 +275,7 @@ class AsyncTaskFuture(Generic[_T]):
     def _has_started(self) -> bool:
         """Whether its claimed version has begun (the book's BookFuture)."""
         assert self._owner is not None
-        return self._owner._has_begun(self)
+        return self._owner.has_begun(self)
 
     def _schedule_callbacks(self) -> None:
         callbacks = self._callbacks
