@@ -25,11 +25,11 @@ class PlotUnavailable(RuntimeError):
 def require_matplotlib() -> Any:
     """Import matplotlib's pyplot on a file-only backend, or raise PlotUnavailable."""
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]  # the plot extra
     except ImportError as exc:
         raise PlotUnavailable(INSTALL_HINT) from exc
     matplotlib.use("Agg")  # no display needed: the figure only goes to a file
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
 
     return plt
 
