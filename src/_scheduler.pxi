@@ -261,6 +261,7 @@ cdef class Scheduler:
         # A copy: the calls below must see the tasks that were checked.
         cdef list checked = list(<list>tasks) if type(tasks) is list else check_iterable(tasks, "tasks")
         cdef Py_ssize_t k, marked = 0, n = len(checked)
+        cdef bint twice = False
         cdef Task task
         # Room for every parked version to return to the heap first: nothing below allocates
         # unless it raises, so no finaliser can run between the checks and the changes.
@@ -272,10 +273,12 @@ cdef class Scheduler:
                     raise not_a_task(checked[k], f"tasks[{k}]")
                 task = <Task>checked[k]
                 self._check_running(task)
-                if task._in_batch:
-                    raise InvalidTransition("cannot finish a task twice in one call")
+                twice |= task._in_batch
                 task._in_batch = True  # a running task is in one batch at a time
                 marked += 1
+            # As the twin: a task given twice is named only once every task passed its checks.
+            if twice:
+                raise InvalidTransition("cannot finish a task twice in one call")
         except BaseException:
             for k in range(marked):
                 (<Task>checked[k])._in_batch = False

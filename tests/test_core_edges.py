@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pysched._errors import InvalidTransition
+
 
 class _LooseId:
     """An id equal to ``hub`` and to itself only: equality that is not transitive.
@@ -48,3 +50,28 @@ def test_schedule_many_numbers_versions_by_the_known_id_two_unequal_ids_share(
     (task,) = s.pop_due(now=1.0)
     assert task.version == versions[-1]
     assert task.task_id is ids[names[-1]] or task.task_id is hub
+
+
+def _running_tasks(impl, n):
+    s = impl.Scheduler(clock=lambda: 0.0)
+    for task_id in range(n):
+        s.schedule(task_id, 0.0, 0, print)
+    return s, s.pop_due(now=0.0)
+
+
+@pytest.mark.parametrize("bad", ["int", "foreign", "finished"])
+def test_complete_many_checks_every_task_before_it_names_a_repeat(impl, bad):
+    # The twin checks each task's type and state first and looks for a task
+    # given twice last: a repeat before a bad task raises as the bad task does.
+    s, (a, b) = _running_tasks(impl, 2)
+    other, (foreign, finished) = _running_tasks(impl, 2)
+    other.complete(finished)
+    culprit = {"int": 5, "foreign": foreign, "finished": finished}[bad]
+    expected = TypeError if bad == "int" else InvalidTransition
+    with pytest.raises(expected) as raised:
+        s.complete_many([a, a, culprit])
+    assert "twice" not in str(raised.value)
+    assert ("tasks[2]" in str(raised.value)) == (bad == "int")
+    assert s.stats()["running"] == 2 and a.state == "running"
+    s.complete_many([a, b])  # the failed call left no task marked
+    assert s.stats()["completed"] == 2
