@@ -75,3 +75,38 @@ def test_complete_many_checks_every_task_before_it_names_a_repeat(impl, bad):
     assert s.stats()["running"] == 2 and a.state == "running"
     s.complete_many([a, b])  # the failed call left no task marked
     assert s.stats()["completed"] == 2
+
+
+class _CallingBackId:
+    """An id whose repr, made for an error message, finishes tasks of ``sched``."""
+
+    def __init__(self) -> None:
+        self.sched = None
+        self.tasks: list = []
+
+    def __hash__(self) -> int:
+        return 11
+
+    def __repr__(self) -> str:
+        if self.sched is not None:
+            sched, self.sched = self.sched, None
+            sched.complete_many(self.tasks)
+        return "calling-back"
+
+
+def test_complete_many_marks_nothing_while_code_of_the_caller_can_run(impl):
+    # The error for a task of another scheduler formats its id's repr, which
+    # finishes the batch's first task in a call of its own: that call sees the
+    # task as a running one, not as one the outer call holds, and the outer
+    # call raises its own error.
+    s, (a, b) = _running_tasks(impl, 2)
+    other = impl.Scheduler(clock=lambda: 0.0)
+    odd = _CallingBackId()
+    other.schedule(odd, 0.0, 0, print)
+    foreign = other.next(now=0.0)
+    odd.sched, odd.tasks = s, [a]
+    with pytest.raises(InvalidTransition, match="calling-back.*another scheduler"):
+        s.complete_many([a, foreign, b])
+    assert a.state == "completed" and b.state == "running"
+    s.complete_many([b])
+    s._check()
