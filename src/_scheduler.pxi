@@ -260,26 +260,26 @@ cdef class Scheduler:
         """
         # A copy: the calls below must see the tasks that were checked.
         cdef list checked = list(<list>tasks) if type(tasks) is list else check_iterable(tasks, "tasks")
-        cdef Py_ssize_t k, marked = 0, n = len(checked)
+        cdef Py_ssize_t k, j, n = len(checked)
         cdef Task task
         # Room for every parked version to return to the heap first: nothing below allocates
         # unless it raises, so no finaliser can run between the checks and the changes.
         if self._parked and self._heap_capacity - self._heap_len < n:
             _resize_heap(self, _grown(self._heap_capacity, self._heap_len + n))
-        try:
-            for k in range(n):
-                if type(checked[k]) is not Task:
-                    raise not_a_task(checked[k], f"tasks[{k}]")
-                task = <Task>checked[k]
-                self._check_running(task)
-                if task._in_batch:
-                    raise InvalidTransition("cannot finish a task twice in one call")
-                task._in_batch = True  # a running task is in one batch at a time
-                marked += 1
-        except BaseException:
-            for k in range(marked):
-                (<Task>checked[k])._in_batch = False
-            raise
+        # As the twin: each task's type and state first, a task given twice last.
+        # An error's message may run the caller's code (an id's repr), so the
+        # marks come after, in a pass that runs none.
+        for k in range(n):
+            if type(checked[k]) is not Task:
+                raise not_a_task(checked[k], f"tasks[{k}]")
+            self._check_running(<Task>checked[k])
+        for k in range(n):
+            task = <Task>checked[k]
+            if task._in_batch:
+                for j in range(k):  # before the error is made: its allocation may call back
+                    (<Task>checked[j])._in_batch = False
+                raise InvalidTransition("cannot finish a task twice in one call")
+            task._in_batch = True  # a running task is in one batch at a time
         # Each task holds its id, so the ids that _end_run forgets free nothing here.
         for k in range(n):
             task = <Task>checked[k]

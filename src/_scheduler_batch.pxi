@@ -11,7 +11,7 @@ ctypedef struct BatchItem:
     Py_hash_t hash
     double run_at
     int64_t priority
-    Py_ssize_t slot    # its id's slot; -1: new to the scheduler; -2 - k: the id came first as item k
+    Py_ssize_t slot    # its id's slot; -1: new to the scheduler; -2 - k: its slot came first as item k
     uint64_t version   # the version it gets
 
 
@@ -54,20 +54,28 @@ cdef inline object _item_id(list items, Py_ssize_t k):
 
 cdef Py_ssize_t _first_of(list items, BatchItem* batch, int32_t* index, size_t mask, int shift,
                           Py_ssize_t k) except -2:
-    """The batch's first item with item ``k``'s id, or -1 if ``k`` is the first (then indexed).
+    """The batch's first item of item ``k``'s slot, or -1 if ``k`` is the first (then indexed).
 
-    ``index`` is an open-addressing table of item numbers, -1 where empty.
+    Item ``k``'s slot is the known id's (``batch[k].slot >= 0``), else one for
+    its id among the batch's new ids, as the twin looks in ``_slot_of`` and then
+    in ``fresh``: two ids equal to one known id share its slot even when they
+    differ from each other. ``index`` is an open-addressing table of item
+    numbers, -1 where empty.
     """
-    cdef object task_id = _item_id(items, k)
+    cdef Py_ssize_t slot = batch[k].slot
+    cdef object task_id = None if slot >= 0 else _item_id(items, k)
     cdef Py_hash_t h = batch[k].hash
-    cdef size_t i = _home(h, shift)
+    cdef size_t i = _home(<Py_hash_t>slot if slot >= 0 else h, shift)
     cdef int32_t j
     while True:
         j = index[i]
         if j < 0:
             index[i] = <int32_t>k
             return -1
-        if batch[j].hash == h:
+        if slot >= 0:
+            if batch[j].slot == slot:
+                return j
+        elif batch[j].slot == -1 and batch[j].hash == h:
             other = _item_id(items, j)
             if other is task_id or other == task_id:  # __eq__ may call back: the caller looks again
                 return j
@@ -79,7 +87,7 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
     """schedule_many() with checked items: all or nothing.
 
     ``batch`` holds the checked items; ``index`` is scratch room of ``buckets``
-    int32s (a power of two above twice the items) to find an id's repeats.
+    int32s (a power of two above twice the items) to find a slot's repeats.
     """
     cdef Py_ssize_t k, slot, first, n = len(items), fresh, replacing, r
     cdef uint64_t edits
@@ -102,17 +110,17 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
         fresh = replacing = 0
         for k in range(n):
             if k + _LOOKAHEAD < n:  # a big batch misses the caches on each id's buckets: load ahead
-                PYSCHED_PREFETCH(&index[_home(batch[k + _LOOKAHEAD].hash, shift)])
+                PYSCHED_PREFETCH(&index[_home(batch[k + _LOOKAHEAD].hash, shift)])  # a new id's
                 self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
+            slot = self._ids.find(_item_id(items, k), batch[k].hash)
+            batch[k].slot = slot
             first = _first_of(items, batch, index, buckets - 1, shift, k)
-            if first >= 0:  # the id came before: its version after its items so far
+            if first >= 0:  # the slot came before: its version after its items so far
                 batch[first].version += 1
                 batch[k].slot = -2 - first
                 replacing += 1
             else:
                 first = k
-                slot = self._ids.find(_item_id(items, k), batch[k].hash)
-                batch[k].slot = slot
                 if slot < 0:
                     batch[k].version = 1
                     fresh += 1
@@ -134,7 +142,7 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
             self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
         slot = batch[k].slot
         if slot < -1:
-            slot = batch[-2 - slot].slot  # its id's first item, already placed
+            slot = batch[-2 - slot].slot  # its slot's first item, already placed
         elif slot == -1:
             slot = self._ids.add(_item_id(items, k), batch[k].hash)
             self._slots[slot].version = 0
