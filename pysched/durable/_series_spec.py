@@ -17,10 +17,16 @@ from zoneinfo import ZoneInfo
 
 from ..calendar import Cron, Every
 from .errors import BadRow
+from .store import parse_json
 
-__all__ = ["Policies", "SeriesSpec", "decode_spec", "encode_spec"]
+__all__ = ["MIN_PERIOD", "Policies", "SeriesSpec", "decode_spec", "encode_spec"]
 
 SPEC_FORMAT = 1
+# The shortest period of a durable Every, in seconds. Fire times are wall instants
+# (about 2e9, kept to some 1e-6 s by a float), and each is a store transaction: a finer
+# period names fire times that a float cannot tell apart, which the series would
+# count one by one without end.
+MIN_PERIOD = 0.001
 
 
 class Policies(NamedTuple):
@@ -55,6 +61,7 @@ def encode_spec(trigger: Cron | Every, policies: Policies, created: float) -> st
                                 "nonexistent": trigger.nonexistent,
                                 "ambiguous": trigger.ambiguous}
     elif isinstance(trigger, Every):
+        _check_period(trigger)
         if trigger.fixed_delay:
             raise ValueError("trigger: a durable series cannot run with a fixed delay: when a "
                              "run ends is one process's; use a fixed rate")
@@ -73,7 +80,7 @@ def encode_spec(trigger: Cron | Every, policies: Policies, created: float) -> st
 def decode_spec(text: Any) -> SeriesSpec:
     """The trigger and policies stored as ``text``, or BadRow saying what is wrong."""
     try:
-        data = json.loads(text)
+        data = parse_json(text)
         if not isinstance(data, dict):
             raise BadRow("spec must be a JSON object")
         if data.get("fmt") != SPEC_FORMAT:
@@ -86,8 +93,8 @@ def decode_spec(text: Any) -> SeriesSpec:
             trigger = Cron(data["expr"], tz=zone, nonexistent=data["nonexistent"],
                            ambiguous=data["ambiguous"])
         elif kind == "every":
-            trigger = Every(data["seconds"],
-                            start=datetime.fromtimestamp(data["start"], timezone.utc))
+            trigger = _check_period(Every(data["seconds"], start=datetime.fromtimestamp(
+                data["start"], timezone.utc)))
         else:
             raise BadRow(f"spec kind {kind!r} is neither 'cron' nor 'every'")
         policies = Policies(**{name: data[name] for name in Policies._fields})
@@ -96,3 +103,11 @@ def decode_spec(text: Any) -> SeriesSpec:
     except (ValueError, TypeError, KeyError, OverflowError, OSError) as exc:
         raise BadRow(f"spec is not a trigger this pysched reads: {exc!r}") from exc
     return SeriesSpec(trigger, policies)
+
+
+def _check_period(every: Every) -> Every:
+    """``every``, or ValueError naming the trigger if its period is below MIN_PERIOD."""
+    if every.seconds < MIN_PERIOD:
+        raise ValueError(f"trigger: a durable Every's period must be at least {MIN_PERIOD} s,"
+                         f" got {every.seconds!r}")
+    return every

@@ -1,0 +1,216 @@
+"""Rows and messages written from outside, bypassing every check: each one gets a logged
+refusal and nothing else. Nothing it names runs, the other rows keep being claimed and
+run, no thread of the worker dies or spins, and the hostile row is not retried forever.
+
+Rows are written with SQL (``durable_helpers.put_raw``) on each store; PostgreSQL where
+``PYSCHED_TEST_POSTGRES_URL`` names a server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import durable_helpers as h
+import pytest
+import test_durable_series as series
+from durable_helpers import store_spec  # noqa: F401 - a fixture
+from test_durable_series import store  # noqa: F401 - a fixture: a store, RAN cleared
+
+from pysched import Every
+from pysched.durable import DurableScheduler, PostgresStore, Retry, TaskRegistry
+from pysched.durable._series_spec import Policies, encode_spec
+
+DEEP = "[" * 100_000  # JSON nested far beyond the interpreter's recursion limit
+ARGS = '{"args":[],"kwargs":{}}'
+INT32_MAX = 2**31 - 1  # PostgreSQL's integer: the attempts column
+INT64_MAX = 2**63 - 1
+
+TRIED: list[str] = []
+
+
+def always_fails(tag: str) -> None:
+    TRIED.append(tag)
+    raise RuntimeError("fails on purpose")
+
+
+def registry() -> TaskRegistry:
+    found = TaskRegistry()
+    found.register(h.note, "note")
+    found.register(always_fails, "always-fails", retry=Retry(3, backoff=0.0, jitter=False))
+    return found
+
+
+@pytest.fixture
+def make(store_spec: dict[str, Any]) -> Iterator[Any]:  # noqa: F811 - the fixture above
+    TRIED.clear()
+    yield from h.schedulers(store_spec)
+
+
+def refusals(caplog: pytest.LogCaptureFixture, task_id: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno >= logging.ERROR and repr(task_id) in r.getMessage()]
+
+
+def run_good_rows(s: Any, n: int = 5) -> None:
+    """Schedule ``n`` good rows and wait for each to run: the fleet goes on."""
+    for future in [s.schedule(f"good{i}", s.clock(), 0, h.note, [i]) for i in range(n)]:
+        future.result(30)
+
+
+@pytest.mark.parametrize("args", [DEEP, '{"args":' + DEEP, '{"args":[' + "[" * 50_000 + "1"
+                                  + "]" * 50_000 + '],"kwargs":{}}'])
+def test_args_nested_too_deeply_are_a_logged_refusal_in_error(
+        make: Any, store_spec: dict[str, Any], args: str,  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    """json.loads raises RecursionError, not ValueError, on deep nesting: such a row
+    ended 'failed' with "interrupted by a BaseException", unlogged, as if the task had
+    run and raised."""
+    s = make(registry=registry())
+    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+        h.put_raw(s.store, store_spec, task_id="deep", args=args)
+        run_good_rows(s)
+        h.wait_for(lambda: s.row("deep")["state"] not in ("pending", "running"),
+                   what="the deep row refused")
+    row = s.row("deep")
+    assert row["state"] == "error"
+    assert "nested too deeply" in row["error"]
+    assert h.CALLS and all(c[0] != "deep" for c in h.CALLS)
+    assert len(refusals(caplog, "deep")) == 1
+
+
+@pytest.mark.parametrize("attempts", [-10**9, -1, INT32_MAX],
+                         ids=["negative", "minus-one", "int32-max"])
+@pytest.mark.parametrize("ref", ["note", "always-fails"])
+def test_a_row_whose_attempts_are_out_of_range_is_refused_and_the_rest_run(
+        make: Any, store_spec: dict[str, Any], attempts: int, ref: str,  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    """On PostgreSQL (an integer column) a due row at INT32_MAX attempts made every claim
+    fail ("integer out of range"), so no worker claimed anything; a negative count
+    defeated the retry limit, and with no backoff left retried at once, about forever."""
+    s = make(registry=registry())
+    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+        h.put_raw(s.store, store_spec, task_id="counted", ref=ref, attempts=attempts,
+                  args='{"args":["counted"],"kwargs":{}}')
+        run_good_rows(s)
+        h.wait_for(lambda: s.row("counted")["state"] not in ("pending", "running"),
+                   what="the row refused")
+    row = s.row("counted")
+    assert row["state"] == "error" and "attempts" in row["error"]
+    assert TRIED == [] and all(c[0] != "counted" for c in h.CALLS)
+    assert len(refusals(caplog, "counted")) == 1
+
+
+@pytest.mark.parametrize(("attempts", "state", "tries"), [(INT64_MAX, "error", 0),
+                                                      ("many", "failed", 3)])
+def test_sqlite_attempts_that_are_not_a_count_are_refused_or_counted_afresh(
+        make: Any, store_spec: dict[str, Any], attempts: Any, state: str,  # noqa: F811
+        tries: int) -> None:
+    """SQLite keeps any value in an integer column: INT64_MAX + 1 became a float count,
+    which ran (its retry policy ignored); text plus one is 1, a first try, so the policy's
+    limit holds."""
+    if store_spec["kind"] != "sqlite":
+        pytest.skip("only SQLite keeps these values in an integer column")
+    s = make(registry=registry())
+    h.put_raw(s.store, store_spec, task_id="counted", ref="always-fails", attempts=attempts,
+              args='{"args":["counted"],"kwargs":{}}')
+    run_good_rows(s)
+    h.wait_for(lambda: s.row("counted")["state"] not in ("pending", "running"),
+               what="the row ended")
+    assert s.row("counted")["state"] == state
+    assert ["counted"] * tries == TRIED
+
+
+# -- recurring series rows --------------------------------------------------------------
+
+
+def _every_spec(**fields: Any) -> str:
+    data = json.loads(encode_spec(Every(1.0), Policies(1.0, "latest", "skip", "continue", 100),
+                                  series.T0))
+    return json.dumps({**data, **fields})
+
+
+def _drive_in_a_thread(drivers: list[Any], clocks: Any, steps: int = 3) -> None:
+    """Step the drivers, failing (not hanging) if a step does not return: a spin."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def steps_then_done() -> None:
+        try:
+            for _ in range(steps):
+                series.step(drivers, clocks)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failure.append(exc)
+        done.set()
+
+    threading.Thread(target=steps_then_done, daemon=True).start()
+    assert done.wait(30), "a series re-read or tick never returned"
+    if failure:
+        raise failure[0]
+
+
+@pytest.mark.parametrize(("spec", "args", "why"), [
+    (DEEP, ARGS, "nested too deeply"),
+    (None, DEEP, "nested too deeply"),
+    (_every_spec(seconds=1e-300), ARGS, "period"),
+    (_every_spec(seconds=1e-7), ARGS, "period"),
+], ids=["deep-spec", "deep-args", "every-1e-300", "every-1e-7"])
+def test_a_hostile_series_row_is_refused_and_the_other_series_run(
+        store: Any, spec: str | None, args: str, why: str,  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A spec or args nested too deeply raised RecursionError out of the re-read, so no
+    series after it was adopted; an Every whose period is below the resolution of wall
+    time made the series thread spin forever counting fire times that do not move."""
+    table = store.series_table()
+    clocks = series.Clocks()
+    series.put(table, Every(1.0), label="good", series_id="good")
+    good = _every_spec()
+    table.put("bad", good if spec is None else spec, "series-tick", args, 0, "default",
+              series.T0)
+    here = series.driver(table, clocks, "here")
+    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+        _drive_in_a_thread([here], clocks)
+    assert {label for label, _, _ in series.RAN} == {"good"}
+    assert here.counts["series_refused"] == 1
+    [refusal] = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert "'bad'" in refusal and why in refusal
+
+
+def test_schedule_recurring_refuses_an_every_finer_than_a_store_can_keep(
+        store: Any) -> None:  # noqa: F811
+    with DurableScheduler(store, registry=series.REGISTRY, max_workers=0) as sched:
+        with pytest.raises(ValueError, match="trigger"):
+            sched.schedule_recurring("s", Every(1e-7), 0, series.tick, args=["x"])
+        assert store.series_table().rows() == []
+        sched.schedule_recurring("s", Every(0.001), 0, series.tick, args=["x"])
+
+
+# -- notifications ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", ["[" * 7900, '["x",' + "[" * 7900, "," * 7900,
+                                     "\\u0000\x01\x7f" * 700, '["x",' * 1500 + '"y"'])
+def test_a_hostile_notification_asks_at_most_for_a_re_read_and_loses_no_ids(
+        payload: str) -> None:
+    """Any role may NOTIFY the channel. A payload nested too deeply made the decoder raise
+    RecursionError out of wait_changes: the listener backed off as if the database were
+    gone, and the ids of real writes announced beside it were dropped."""
+    url = h.postgres_url()
+    import psycopg
+
+    table = h.unique_table()
+    listening = PostgresStore(url, table=table)
+    try:
+        assert listening.wait_changes(1.0) is not None  # subscribes: a full re-read first
+        with psycopg.connect(url, autocommit=True) as other, other.transaction():
+            other.execute("SELECT pg_notify(%s, %s)", (table, payload))
+            other.execute("SELECT pg_notify(%s, %s)", (table, '["real-write"]'))
+        changes = listening.wait_changes(30.0)
+        assert changes is not None and "real-write" in changes
+        assert changes.everything  # the hostile one is at most a (debounced) re-read
+    finally:
+        listening.close()
+        h.drop_postgres_table(url, table)
