@@ -188,6 +188,37 @@ def test_schedule_recurring_refuses_an_every_finer_than_a_store_can_keep(
         sched.schedule_recurring("s", Every(0.001), 0, series.tick, args=["x"])
 
 
+@pytest.mark.parametrize("attempts", [INT32_MAX, -(2**31), 0, "many", INT64_MAX])
+def test_an_expired_fire_time_whose_attempts_are_not_a_count_is_refused_not_a_stall(
+        store: Any, store_spec: dict[str, Any], attempts: Any,  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Taking over expired fire times counts attempts + 1: at PostgreSQL's integer limit
+    that overflowed, and SQLite text made it raise in Python, failing the takeover of
+    every other series' expired fire time, again at every poll."""
+    if store_spec["kind"] == "memory":
+        pytest.skip("rows written with SQL")
+    if store_spec["kind"] == "postgres" and attempts in ("many", INT64_MAX):
+        pytest.skip("PostgreSQL's integer column refuses it at write")
+    table = store.series_table()
+    for series_id in ("a-bad", "b-good", "c-good"):
+        series.put(table, Every(1.0), label=series_id, series_id=series_id)
+        assert table.claim(series_id, 1, series.T0 + 1, "dead", 0.001)  # its process died
+    mark = "?" if store_spec["kind"] == "sqlite" else "%s"
+    store._conns.get().execute(f"UPDATE {store_spec['table']}_fires SET attempts = {mark}"
+                               " WHERE series_id = 'a-bad'", (attempts,))
+    h.wait_for(lambda: store.now() > table.fire("c-good", 1, series.T0 + 1)["lease_expires"],
+               what="the leases to expire")
+    here = series.driver(table, series.Clocks(), "here")
+    here.sync()
+    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+        here.rerun_expired()
+        here.rerun_expired()
+    assert sorted(label for label, _, _ in series.RAN) == ["b-good", "c-good"]
+    assert table.fire("a-bad", 1, series.T0 + 1)["state"] == "failed"
+    [refusal] = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert "'a-bad'" in refusal and "attempts" in refusal
+
+
 # -- notifications ----------------------------------------------------------------------
 
 

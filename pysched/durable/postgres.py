@@ -29,10 +29,9 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
 from ._sql import ThreadConnections, check_table, count_states, index_statements, read_row, rows_of
-from .records import Changes, Claim, NewTask, Outcome, Row, Serves
+from .records import ATTEMPTS_LIMIT, Changes, Claim, NewTask, Outcome, Row, Serves
 from .series_table import SQLSeriesTable
 from .store import (
-    ATTEMPTS_LIMIT,
     KNOWN_STATES,
     ROW_FORMAT,
     Store,

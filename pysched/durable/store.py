@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import BadRow, NotDurable
-from .records import DEFAULT_QUEUE, Changes, Claim, NewTask, Outcome, Row, Serves
+from .records import ATTEMPTS_LIMIT, DEFAULT_QUEUE, Changes, Claim, NewTask, Outcome, Row, Serves
 from .series_table import SeriesTable
 
 PENDING = "pending"
@@ -50,9 +50,6 @@ KNOWN_STATES = FINAL_STATES | {PENDING, RUNNING}
 # Rows carry the format they were written in; a reader refuses newer ones.
 ROW_FORMAT = 1
 INT64_MAX = 2**63 - 1
-# A claim's attempts count is below this: the largest PostgreSQL's integer column keeps.
-# Its claim counts up to it at most, so a hostile count there is claimed and refused.
-ATTEMPTS_LIMIT = 2**31 - 1
 # The longest task id every store keeps, in UTF-8 bytes: well under PostgreSQL's
 # b-tree entry limit (about 2.7 kB) and its notification payload (8 kB).
 MAX_KEY_BYTES = 1024
