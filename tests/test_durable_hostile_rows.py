@@ -124,6 +124,36 @@ def test_sqlite_attempts_that_are_not_a_count_are_refused_or_counted_afresh(
     assert ["counted"] * tries == TRIED
 
 
+def _absurd_leases(kind: str) -> list[Any]:
+    leases: list[Any] = [1e300, float("inf")]
+    if kind == "postgres":
+        leases.append(float("nan"))  # SQLite keeps NaN as NULL: no lease
+    if kind == "sqlite":
+        leases.append("forever")  # PostgreSQL's double precision column refuses text
+    return leases
+
+
+def test_a_pending_row_under_an_absurd_lease_is_repaired_not_blocked_forever(
+        make: Any, store_spec: dict[str, Any],  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A pending row whose lease expires absurdly far ahead (or never, or is not a time)
+    waited for it forever: it was never claimed, and repair looked only at running rows.
+    No live worker sets such a lease, so it is released like a running row's."""
+    s = make(registry=registry(), resync_interval=0.05)
+    absurd = {f"leased{i}": lease for i, lease in enumerate(_absurd_leases(store_spec["kind"]))}
+    with caplog.at_level(logging.WARNING, logger="pysched.durable"):
+        for task_id, lease in absurd.items():
+            h.put_raw(s.store, store_spec, task_id=task_id, lease_owner="x",
+                      lease_token=f"x:1:1:{task_id}", lease_expires=lease,
+                      args=f'{{"args":["{task_id}"],"kwargs":{{}}}}')
+        run_good_rows(s)
+        h.wait_for(lambda: all(s.row(i)["state"] == "completed" for i in absurd),
+                   what="the rows under absurd leases to run")
+    assert sorted(c[0] for c in h.CALLS if c[0] in absurd) == sorted(absurd)  # once each
+    assert any("lease" in r.getMessage() and all(i in r.getMessage() for i in absurd)
+               for r in caplog.records)
+
+
 # -- recurring series rows --------------------------------------------------------------
 
 

@@ -191,7 +191,9 @@ class MemoryStore(Store):
         with self._lock:
             latest = self._clock() + horizon
             return self._release([r for r in self._rows.values() if r["state"] == RUNNING and (
-                type(r["lease_expires"]) not in (int, float) or r["lease_expires"] > latest)])
+                r["lease_expires"] is None) or r["state"] in (PENDING, RUNNING) and (
+                r["lease_expires"] is not None and (type(r["lease_expires"]) not in (int, float)
+                                                    or r["lease_expires"] > latest))])
 
     def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
         with self._lock:

@@ -318,8 +318,10 @@ class PostgresStore(Store):
                    args)
 
     def repair_leases(self, horizon: float) -> list[str]:
-        return self._release(f"state = 'running' AND (lease_expires IS NULL OR lease_expires"
-                             f" > {NOW} + %s OR lease_expires = 'NaN')", (horizon,))
+        # NaN sorts above every number in PostgreSQL: '>' finds it too.
+        return self._release("state = 'running' AND lease_expires IS NULL OR state IN"
+                             f" ('pending', 'running') AND lease_expires > {NOW} + %s",
+                             (horizon,))
 
     def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in self._conns.get().execute(

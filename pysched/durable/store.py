@@ -271,8 +271,9 @@ class Store(ABC):
 
     @abstractmethod
     def repair_leases(self, horizon: float) -> list[str]:
-        """Put back to pending the rows running with no lease or a lease expiring more
-        than ``horizon`` seconds from now (no live worker sets either). Returns the ids.
+        """Put back to pending the rows running with no lease, and release the leases of
+        rows pending or running that expire more than ``horizon`` seconds from now (or are
+        not a time): no live worker sets any of these. Returns the ids.
         O(rows): housekeeping calls it once per resync, not per poll.
         """
 
