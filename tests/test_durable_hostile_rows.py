@@ -124,6 +124,28 @@ def test_sqlite_attempts_that_are_not_a_count_are_refused_or_counted_afresh(
     assert ["counted"] * tries == TRIED
 
 
+def test_sqlite_rows_no_id_can_name_are_refused_once_not_at_every_re_read(
+        make: Any, store_spec: dict[str, Any],  # noqa: F811
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A row that no claim takes (its run_at is not a time) and whose task_id names no
+    row (NULL, or bytes that are not UTF-8) cannot be marked error by its id: its refusal
+    was logged and counted again at every re-read, for ever."""
+    if store_spec["kind"] != "sqlite":
+        pytest.skip("only SQLite keeps a task_id that names no row")
+    s = make(registry=registry(), resync_interval=0.01)
+    h.put_raw(s.store, store_spec, task_id="x", run_at="soon")
+    s.store._conns.get().execute("UPDATE pysched_tasks SET task_id = CAST(x'ff61' AS TEXT)"
+                                 " WHERE task_id = 'x'")
+    h.put_raw(s.store, store_spec, task_id=None, run_at="later")
+    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+        h.wait_for(lambda: s.stats()["resyncs"] >= 2, what="a first re-read")
+        first = s.stats()["resyncs"]
+        run_good_rows(s)
+        h.wait_for(lambda: s.stats()["resyncs"] >= first + 5, what="five more re-reads")
+    logged = [r.getMessage() for r in caplog.records if "is not a finite time" in r.getMessage()]
+    assert len(logged) == 2 and s.stats()["bad_rows"] == 2
+
+
 def _absurd_leases(kind: str) -> list[Any]:
     leases: list[Any] = [1e300, float("inf")]
     if kind == "postgres":
