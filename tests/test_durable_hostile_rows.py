@@ -20,7 +20,7 @@ import test_durable_series as series
 from durable_helpers import store_spec  # noqa: F401 - a fixture
 from test_durable_series import store  # noqa: F401 - a fixture: a store, RAN cleared
 
-from pysched import Every
+from pysched import Cron, Every
 from pysched.durable import DurableScheduler, PostgresStore, Retry, TaskRegistry
 from pysched.durable._series_spec import Policies, encode_spec
 
@@ -204,6 +204,19 @@ def _drive_in_a_thread(drivers: list[Any], clocks: Any, steps: int = 3) -> None:
         raise failure[0]
 
 
+def _only_the_good_series_runs(table: Any, clocks: Any, caplog: pytest.LogCaptureFixture,
+                               why: str) -> None:
+    """Drive one worker over the series "good" and "bad": "good" runs, "bad" is refused
+    once, with a log line naming it and ``why``."""
+    here = series.driver(table, clocks, "here")
+    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
+        _drive_in_a_thread([here], clocks)
+    assert {label for label, _, _ in series.RAN} == {"good"}
+    assert here.counts["series_refused"] == 1
+    [refusal] = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert "'bad'" in refusal and why in refusal
+
+
 @pytest.mark.parametrize(("spec", "args", "why"), [
     (DEEP, ARGS, "nested too deeply"),
     (None, DEEP, "nested too deeply"),
@@ -222,13 +235,7 @@ def test_a_hostile_series_row_is_refused_and_the_other_series_run(
     good = _every_spec()
     table.put("bad", good if spec is None else spec, "series-tick", args, 0, "default",
               series.T0)
-    here = series.driver(table, clocks, "here")
-    with caplog.at_level(logging.ERROR, logger="pysched.durable"):
-        _drive_in_a_thread([here], clocks)
-    assert {label for label, _, _ in series.RAN} == {"good"}
-    assert here.counts["series_refused"] == 1
-    [refusal] = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
-    assert "'bad'" in refusal and why in refusal
+    _only_the_good_series_runs(table, clocks, caplog, why)
 
 
 def test_schedule_recurring_refuses_an_every_finer_than_a_store_can_keep(
@@ -238,6 +245,30 @@ def test_schedule_recurring_refuses_an_every_finer_than_a_store_can_keep(
             sched.schedule_recurring("s", Every(1e-7), 0, series.tick, args=["x"])
         assert store.series_table().rows() == []
         sched.schedule_recurring("s", Every(0.001), 0, series.tick, args=["x"])
+
+
+@pytest.mark.parametrize(("column", "value", "trigger"), [
+    ("created", 1e300, Cron("* * * * * *")),
+    ("created", -1e300, Cron("* * * * * *")),
+    ("floor", 1e300, Every(1.0)),
+    ("floor", -1e300, Cron("* * * * * *")),
+    ("state", "'zombie'", Every(1.0)),
+], ids=["created-1e300", "created-minus-1e300", "floor-1e300", "floor-minus-1e300", "state"])
+def test_a_series_row_with_impossible_fields_is_refused_and_the_other_series_run(
+        store: Any, store_spec: dict[str, Any], column: str, value: Any,  # noqa: F811
+        trigger: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A wall instant beyond any date (created, or the floor that pruning raises) made the
+    re-read raise OverflowError, so no series after it was adopted, or made an Every count
+    fire times that do not move, for ever; a state that is neither active nor paused made
+    every fire time a claim that fails, silently."""
+    if store_spec["kind"] == "memory":
+        pytest.skip("rows written with SQL")
+    table = store.series_table()
+    series.put(table, Every(1.0), label="good", series_id="good")
+    series.put(table, trigger, label="bad", series_id="bad")
+    store._conns.get().execute(f"UPDATE {store_spec['table']}_series SET {column} = {value}"
+                               " WHERE series_id = 'bad'")
+    _only_the_good_series_runs(table, series.Clocks(), caplog, column)
 
 
 @pytest.mark.parametrize("attempts", [INT32_MAX, -(2**31), 0, "many", INT64_MAX])

@@ -17,9 +17,17 @@ from zoneinfo import ZoneInfo
 
 from ..calendar import Cron, Every
 from .errors import BadRow
+from .series_table import ACTIVE, PAUSED
 from .store import parse_json
 
-__all__ = ["MIN_PERIOD", "Policies", "SeriesSpec", "decode_spec", "encode_spec"]
+__all__ = ["MIN_PERIOD", "Policies", "SeriesSpec", "check_row_fields", "decode_spec",
+           "encode_spec"]
+
+# The wall instants a series row may hold: those of a datetime (years 1 to 9999).
+# Beyond them a trigger's arithmetic overflows, or an Every counts fire times that a
+# float cannot tell apart, without end.
+_WALL_MIN = datetime.min.replace(tzinfo=timezone.utc).timestamp()
+_WALL_MAX = datetime.max.replace(tzinfo=timezone.utc).timestamp()
 
 SPEC_FORMAT = 1
 # The shortest period of a durable Every, in seconds. Fire times are wall instants
@@ -111,3 +119,14 @@ def _check_period(every: Every) -> Every:
         raise ValueError(f"trigger: a durable Every's period must be at least {MIN_PERIOD} s,"
                          f" got {every.seconds!r}")
     return every
+
+
+def check_row_fields(state: Any, created: Any, last_fire: Any) -> None:
+    """Raise BadRow unless a series row's state is active or paused and its wall instants
+    (``created``, the newest fire time claimed or its floor) are times of a date."""
+    if state not in (ACTIVE, PAUSED):
+        raise BadRow(f"its state {state!r} is neither {ACTIVE!r} nor {PAUSED!r}")
+    for name, value in (("created", created), ("floor or newest fire time", last_fire)):
+        if value is not None and (type(value) not in (int, float)
+                                  or not _WALL_MIN <= value <= _WALL_MAX):
+            raise BadRow(f"its {name} {value!r} is not a time of a date")
