@@ -463,10 +463,20 @@ def _merge(changed: Changes, payload: str) -> None:
         ids = parse_json(payload)
     except ValueError:
         ids = None
-    if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+    if isinstance(ids, list) and all(_is_key(i) for i in ids):
         changed.update(ids)
     else:
         changed.everything = True
+
+
+def _is_key(value: Any) -> bool:
+    """Whether a notified id is one a task can have: others (a NUL, a lone surrogate: a
+    hostile payload) would make the re-read of the ids fail with the real ones."""
+    try:
+        check_key(value, "task_id")
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:
