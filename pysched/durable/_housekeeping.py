@@ -134,15 +134,16 @@ class Housekeeper:
         s.store.wall_high_water(wall)
 
     def repair(self) -> None:
-        """Rows running with no lease or an absurd expiry go back to pending; rows in
+        """Rows running with no lease, or pending or running under an absurd one, are
+        pending again with no lease; rows in
         states this version does not know are reported (once per task id)."""
         s = self._s
         repaired = s.store.repair_leases(max(100 * s.lease, 86_400.0))
         if repaired:
             with s.lock:
                 s.counts["repaired"] += len(repaired)
-            log.warning("rows running with no usable lease put back to pending: %s",
-                        repaired[:20])
+            log.warning("rows with no usable lease (running with none, or one expiring"
+                        " absurdly far ahead) released, pending again: %s", repaired[:20])
             self._mirror.sync(s.store.rows(repaired))
         unknown = [(i, st) for i, st in s.store.unknown_states()
                    if i not in self.unknown_reported]

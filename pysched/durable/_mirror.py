@@ -53,6 +53,9 @@ class Mirror:
         self._epoch = 0  # counts puts, so a full re-read spares entries newer than its read
         self._last_full = time.monotonic()
         self._refused_since_full = False  # a skipped request was logged since the last re-read
+        # (task_id, version) of bad rows that could not be marked error (SQLite keeps ids
+        # that name no row: NULL, or not UTF-8): refused here once, then skipped.
+        self._unmarked: set[tuple[object, object]] = set()
 
     # -- the heap (lock held) --------------------------------------------------------------
 
@@ -126,10 +129,16 @@ class Mirror:
         """Apply ``rows``, then mark bad rows and settle Futures outside the lock."""
         with self._s.lock:
             bad, settle = self._apply(rows, full_epoch)
-            self._s.counts["bad_rows"] += len(bad)
         for row, message in bad:
+            marked = self._s.store.mark_error(row.task_id, row.version, message)
+            with self._s.lock:
+                key = (row.task_id, row.version)
+                if not marked and key in self._unmarked:
+                    continue  # refused before, and still pending: logged once, not at each read
+                if not marked:
+                    self._unmarked.add(key)
+                self._s.counts["bad_rows"] += 1
             log.error("task %r version %r: %s", row.task_id, row.version, message)
-            self._s.store.mark_error(row.task_id, row.version, message)
         for future, row in settle:
             settle_from_row(future, row)
 

@@ -41,7 +41,7 @@ from ..calendar.handle import fire_datetimes
 from . import _local
 from ._local import RunningTask
 from ._running import lease_live, renew
-from ._series_spec import decode_spec
+from ._series_spec import check_row_fields, decode_spec
 from ._shared import log
 from .errors import BadRow, UnknownTask
 from .registry import TaskRegistry
@@ -173,6 +173,7 @@ class SeriesDriver:
         try:
             if not row.id_is_text:
                 raise BadRow("its series_id is not valid UTF-8 text")
+            check_row_fields(row.state, row.created, row.last_fire)
             spec = decode_spec(row.spec)
             args, kwargs = decode_args(row.args)
             fn = self.registry.resolve(row.ref)
@@ -181,7 +182,7 @@ class SeriesDriver:
                 last_fire = row.created  # fire times missed before any claim still count
             series = Series(row.series_id, spec.trigger, now, last_fire=last_fire,
                             timeline="wall", **spec.policies._asdict())
-        except (BadRow, UnknownTask, ValueError, TypeError) as exc:
+        except (BadRow, UnknownTask, ValueError, TypeError, OverflowError) as exc:
             log.error("durable series %r generation %r refused: %s", row.series_id,
                       row.generation, exc)
             self.counts["series_refused"] += 1

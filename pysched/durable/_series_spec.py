@@ -17,10 +17,24 @@ from zoneinfo import ZoneInfo
 
 from ..calendar import Cron, Every
 from .errors import BadRow
+from .series_table import ACTIVE, PAUSED
+from .store import parse_json
 
-__all__ = ["Policies", "SeriesSpec", "decode_spec", "encode_spec"]
+__all__ = ["MIN_PERIOD", "Policies", "SeriesSpec", "check_row_fields", "decode_spec",
+           "encode_spec"]
+
+# The wall instants a series row may hold: those of a datetime (years 1 to 9999).
+# Beyond them a trigger's arithmetic overflows, or an Every counts fire times that a
+# float cannot tell apart, without end.
+_WALL_MIN = datetime.min.replace(tzinfo=timezone.utc).timestamp()
+_WALL_MAX = datetime.max.replace(tzinfo=timezone.utc).timestamp()
 
 SPEC_FORMAT = 1
+# The shortest period of a durable Every, in seconds. Fire times are wall instants
+# (about 2e9, kept to some 1e-6 s by a float), and each is a store transaction: a finer
+# period names fire times that a float cannot tell apart, which the series would
+# count one by one without end.
+MIN_PERIOD = 0.001
 
 
 class Policies(NamedTuple):
@@ -55,6 +69,7 @@ def encode_spec(trigger: Cron | Every, policies: Policies, created: float) -> st
                                 "nonexistent": trigger.nonexistent,
                                 "ambiguous": trigger.ambiguous}
     elif isinstance(trigger, Every):
+        _check_period(trigger)
         if trigger.fixed_delay:
             raise ValueError("trigger: a durable series cannot run with a fixed delay: when a "
                              "run ends is one process's; use a fixed rate")
@@ -73,7 +88,7 @@ def encode_spec(trigger: Cron | Every, policies: Policies, created: float) -> st
 def decode_spec(text: Any) -> SeriesSpec:
     """The trigger and policies stored as ``text``, or BadRow saying what is wrong."""
     try:
-        data = json.loads(text)
+        data = parse_json(text)
         if not isinstance(data, dict):
             raise BadRow("spec must be a JSON object")
         if data.get("fmt") != SPEC_FORMAT:
@@ -86,8 +101,8 @@ def decode_spec(text: Any) -> SeriesSpec:
             trigger = Cron(data["expr"], tz=zone, nonexistent=data["nonexistent"],
                            ambiguous=data["ambiguous"])
         elif kind == "every":
-            trigger = Every(data["seconds"],
-                            start=datetime.fromtimestamp(data["start"], timezone.utc))
+            trigger = _check_period(Every(data["seconds"], start=datetime.fromtimestamp(
+                data["start"], timezone.utc)))
         else:
             raise BadRow(f"spec kind {kind!r} is neither 'cron' nor 'every'")
         policies = Policies(**{name: data[name] for name in Policies._fields})
@@ -96,3 +111,22 @@ def decode_spec(text: Any) -> SeriesSpec:
     except (ValueError, TypeError, KeyError, OverflowError, OSError) as exc:
         raise BadRow(f"spec is not a trigger this pysched reads: {exc!r}") from exc
     return SeriesSpec(trigger, policies)
+
+
+def _check_period(every: Every) -> Every:
+    """``every``, or ValueError naming the trigger if its period is below MIN_PERIOD."""
+    if every.seconds < MIN_PERIOD:
+        raise ValueError(f"trigger: a durable Every's period must be at least {MIN_PERIOD} s,"
+                         f" got {every.seconds!r}")
+    return every
+
+
+def check_row_fields(state: Any, created: Any, last_fire: Any) -> None:
+    """Raise BadRow unless a series row's state is active or paused and its wall instants
+    (``created``, the newest fire time claimed or its floor) are times of a date."""
+    if state not in (ACTIVE, PAUSED):
+        raise BadRow(f"its state {state!r} is neither {ACTIVE!r} nor {PAUSED!r}")
+    for name, value in (("created", created), ("floor or newest fire time", last_fire)):
+        if value is not None and (type(value) not in (int, float)
+                                  or not _WALL_MIN <= value <= _WALL_MAX):
+            raise BadRow(f"its {name} {value!r} is not a time of a date")

@@ -190,8 +190,7 @@ class MemoryStore(Store):
     def repair_leases(self, horizon: float) -> list[str]:
         with self._lock:
             latest = self._clock() + horizon
-            return self._release([r for r in self._rows.values() if r["state"] == RUNNING and (
-                type(r["lease_expires"]) not in (int, float) or r["lease_expires"] > latest)])
+            return self._release([r for r in self._rows.values() if _unusable(r, latest)])
 
     def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
         with self._lock:
@@ -293,6 +292,16 @@ class MemoryStore(Store):
             self._rows[str(base["task_id"])] = base
             if all(type(base[k]) in (int, float) for k in ("run_at", "priority", "seq")):
                 self._push(base)  # fields too broken to order stay off the heap: rows() finds them
+
+
+def _unusable(row: dict[str, Any], latest: float) -> bool:
+    """True for a running row with no lease, and for a pending or running row under a
+    lease no live worker sets: one expiring after ``latest``, or that is not a time."""
+    lease = row["lease_expires"]
+    if lease is None:
+        return bool(row["state"] == RUNNING)
+    return row["state"] in (PENDING, RUNNING) and (type(lease) not in (int, float)
+                                                   or bool(lease > latest))
 
 
 def _live(row: dict[str, Any], now: float) -> bool:

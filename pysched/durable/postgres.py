@@ -29,15 +29,25 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
 from ._sql import ThreadConnections, check_table, count_states, index_statements, read_row, rows_of
-from .records import Changes, Claim, NewTask, Outcome, Row, Serves
+from .records import ATTEMPTS_LIMIT, Changes, Claim, NewTask, Outcome, Row, Serves
 from .series_table import SQLSeriesTable
-from .store import KNOWN_STATES, ROW_FORMAT, Store, batch_prefix, check_key, check_tasks, claimed
+from .store import (
+    KNOWN_STATES,
+    ROW_FORMAT,
+    Store,
+    batch_prefix,
+    check_key,
+    check_tasks,
+    claimed,
+    parse_json,
+)
 
 __all__ = ["PostgresStore"]
 
 NOW = "extract(epoch from clock_timestamp())"
 _WRITE_ATTEMPTS = 3  # a write aborted to break a lock cycle is tried this often in all
 W = TypeVar("W")
+_NEXT_ATTEMPT = f"(least(t.attempts, {ATTEMPTS_LIMIT - 1}) + 1)"  # a claim's count
 _NOTIFY_MAX = 7000  # bytes; the server refuses payloads of 8000 or more
 # Columns added after the first release: (name, type and default), added to old tables.
 ADDED_COLUMNS = [("queue", "text NOT NULL DEFAULT 'default'"),
@@ -183,9 +193,11 @@ class PostgresStore(Store):
             "   WHERE starts_with(ref, p.x)))"
             " AND (%(queues)s::text[] IS NULL OR queue = ANY(%(queues)s::text[]))"
             " ORDER BY run_at, priority DESC, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
-            f" UPDATE {t} AS t SET state = 'running', attempts = t.attempts + 1,"
+            # A count at the integer column's limit (a hostile write) must not fail the
+            # whole batch by overflowing: it is claimed at the limit, then refused.
+            f" UPDATE {t} AS t SET state = 'running', attempts = {_NEXT_ATTEMPT},"
             f" lease_owner = %(owner)s, lease_expires = {NOW} + %(lease)s,"
-            " lease_token = %(batch)s || ':' || t.version || ':' || (t.attempts + 1) || ':'"
+            f" lease_token = %(batch)s || ':' || t.version || ':' || {_NEXT_ATTEMPT} || ':'"
             " || t.task_id"
             " FROM due WHERE t.task_id = due.task_id AND t.version = due.version"
             " AND t.state = 'pending' RETURNING t.task_id, t.version, t.run_at, t.priority,"
@@ -306,8 +318,10 @@ class PostgresStore(Store):
                    args)
 
     def repair_leases(self, horizon: float) -> list[str]:
-        return self._release(f"state = 'running' AND (lease_expires IS NULL OR lease_expires"
-                             f" > {NOW} + %s OR lease_expires = 'NaN')", (horizon,))
+        # NaN sorts above every number in PostgreSQL: '>' finds it too.
+        return self._release("state = 'running' AND lease_expires IS NULL OR state IN"
+                             f" ('pending', 'running') AND lease_expires > {NOW} + %s",
+                             (horizon,))
 
     def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in self._conns.get().execute(
@@ -446,13 +460,23 @@ def _usable(db: psycopg.Connection[Any]) -> bool:
 def _merge(changed: Changes, payload: str) -> None:
     """Add one notification's ids; ``*`` or a garbled payload asks for everything."""
     try:
-        ids = json.loads(payload)
+        ids = parse_json(payload)
     except ValueError:
         ids = None
-    if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+    if isinstance(ids, list) and all(_is_key(i) for i in ids):
         changed.update(ids)
     else:
         changed.everything = True
+
+
+def _is_key(value: Any) -> bool:
+    """Whether a notified id is one a task can have: others (a NUL, a lone surrogate: a
+    hostile payload) would make the re-read of the ids fail with the real ones."""
+    try:
+        check_key(value, "task_id")
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:

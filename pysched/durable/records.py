@@ -10,8 +10,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 DEFAULT_QUEUE = "default"
+# A claim's attempts count is below this: the largest PostgreSQL's integer column keeps.
+# Claims count up to it at most, so a hostile count there is claimed and refused.
+ATTEMPTS_LIMIT = 2**31 - 1
 
-__all__ = ["DEFAULT_QUEUE", "Changes", "Claim", "NewTask", "Outcome", "Row", "Serves"]
+__all__ = ["ATTEMPTS_LIMIT", "DEFAULT_QUEUE", "Changes", "Claim", "NewTask", "Outcome", "Row",
+           "Serves"]
 
 
 class NewTask(NamedTuple):

@@ -22,6 +22,7 @@ alike, so the same fire time is the same float everywhere.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -29,8 +30,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
+from .records import ATTEMPTS_LIMIT
+
 __all__ = ["ACTIVE", "CANCELLED", "PAUSED", "FireClaim", "MemorySeriesTable", "SQLSeriesTable",
            "SeriesRow", "SeriesTable"]
+
+log = logging.getLogger("pysched.durable")
 
 ACTIVE, PAUSED, CANCELLED = "active", "paused", "cancelled"
 RUNNING, DONE, FAILED = "running", "done", "failed"
@@ -377,6 +382,11 @@ class SQLSeriesTable(SeriesTable):
         for series_id, generation, fire_time, attempts, old_token in expired:
             if series_id not in series_ids or old_token in held:
                 continue  # not served here (left to a process that serves it), or running here
+            if type(attempts) is not int or not 0 < attempts < ATTEMPTS_LIMIT - 1:
+                # A hostile count: counting on would overflow or raise, failing every
+                # takeover after it; the fire time ends failed instead.
+                self._refuse(series_id, generation, fire_time, attempts, old_token)
+                continue
             token = _token(owner, series_id, generation, fire_time, attempts + 1)
             # Conditional on the old token and the expiry: one taker per expired lease.
             if self._sql(
@@ -389,6 +399,21 @@ class SQLSeriesTable(SeriesTable):
                      "owner": owner, "token": token, "lease": lease, "old": old_token}):
                 taken.append(FireClaim(series_id, generation, fire_time, attempts + 1, token))
         return taken
+
+    def _refuse(self, series_id: str, generation: int, fire_time: float, attempts: Any,
+                old_token: str) -> None:
+        """End an expired claim whose attempts are not a count of claims: failed, logged by
+        the one process whose conditional update ends it."""
+        if self._sql(
+                f"UPDATE {self._f} SET state = 'failed', lease_owner = NULL, lease_token = NULL,"
+                " lease_expires = NULL WHERE series_id = :id AND generation = :generation"
+                " AND fire_time = :fire AND state = 'running' AND lease_token = :old"
+                " AND lease_expires < NOW RETURNING fire_time",
+                {"id": series_id, "generation": generation, "fire": fire_time,
+                 "old": old_token}):
+            log.error("durable series %r: fire time %r refused, its attempts %r are not a count"
+                      " of claims (1 to %d): ended failed, not run again", series_id, fire_time,
+                      attempts, ATTEMPTS_LIMIT - 2)
 
     def finish(self, claim: FireClaim, failed: bool) -> bool:
         return bool(self._sql(

@@ -278,8 +278,9 @@ class SQLiteStore(Store):
 
     def repair_leases(self, horizon: float) -> list[str]:
         # typeof() catches a lease that is not a number at all (a hostile write).
-        return self._release("state = 'running' AND (lease_expires IS NULL OR"
-                             " typeof(lease_expires) NOT IN ('real', 'integer')"
+        return self._release("state = 'running' AND lease_expires IS NULL OR state IN"
+                             " ('pending', 'running') AND lease_expires IS NOT NULL AND"
+                             " (typeof(lease_expires) NOT IN ('real', 'integer')"
                              " OR lease_expires > ?)", self._clock() + horizon)
 
     def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:

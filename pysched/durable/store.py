@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import BadRow, NotDurable
-from .records import DEFAULT_QUEUE, Changes, Claim, NewTask, Outcome, Row, Serves
+from .records import ATTEMPTS_LIMIT, DEFAULT_QUEUE, Changes, Claim, NewTask, Outcome, Row, Serves
 from .series_table import SeriesTable
 
 PENDING = "pending"
@@ -58,7 +58,7 @@ __all__ = [
     "CANCELLED", "COMPLETED", "DEFAULT_QUEUE", "ERROR", "FAILED", "FINAL_STATES", "KNOWN_STATES",
     "PENDING", "ROW_FORMAT", "RUNNING", "Changes", "Claim", "NewTask", "Outcome", "Row", "Serves",
     "Store", "batch_prefix", "check_claim", "check_fields", "check_key", "check_tasks",
-    "claimed", "decode_args", "encode_args",
+    "claimed", "decode_args", "encode_args", "parse_json",
 ]
 
 
@@ -129,12 +129,21 @@ def encode_args(args: Sequence[Any], kwargs: dict[str, Any] | None) -> str:
         raise NotDurable(f"args and kwargs must be JSON-serialisable to be stored: {exc}") from exc
 
 
+def parse_json(text: str) -> Any:
+    """``json.loads(text)``, with ValueError for JSON nested too deeply to read: the
+    decoder raises RecursionError there, which no refusal of bad JSON would catch."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def decode_args(text: Any) -> tuple[list[Any], dict[str, Any]]:
     """The (args, kwargs) stored as ``text``, or BadRow saying what is wrong."""
     if not isinstance(text, str):
         raise BadRow(f"args must be JSON text, got {type(text).__name__}")
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except ValueError as exc:
         raise BadRow(f"args are not valid JSON: {exc}") from exc
     if (not isinstance(data, dict) or set(data) != {"args", "kwargs"}
@@ -159,6 +168,10 @@ def check_fields(version: Any, run_at: Any, priority: Any, fmt: Any = ROW_FORMAT
 def check_claim(claim: Claim) -> tuple[list[Any], dict[str, Any]]:
     """The decoded arguments of ``claim``, or BadRow for a row that must not run."""
     check_fields(claim.version, claim.run_at, claim.priority, claim.fmt)
+    # A count below 1 would defeat a retry policy's limit (and its backoff).
+    if type(claim.attempts) is not int or not 0 < claim.attempts < ATTEMPTS_LIMIT:
+        raise BadRow(f"attempts {claim.attempts!r} is not a count of claims"
+                     f" (1 to {ATTEMPTS_LIMIT - 1})")
     return decode_args(claim.args)
 
 
@@ -258,8 +271,9 @@ class Store(ABC):
 
     @abstractmethod
     def repair_leases(self, horizon: float) -> list[str]:
-        """Put back to pending the rows running with no lease or a lease expiring more
-        than ``horizon`` seconds from now (no live worker sets either). Returns the ids.
+        """Put back to pending the rows running with no lease, and release the leases of
+        rows pending or running that expire more than ``horizon`` seconds from now (or are
+        not a time): no live worker sets any of these. Returns the ids.
         O(rows): housekeeping calls it once per resync, not per poll.
         """
 
