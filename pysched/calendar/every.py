@@ -44,16 +44,42 @@ class Grid:
         return self.anchor + self.first_index * self.interval
 
     def next_fire(self, after: float) -> float | None:
-        """The first fire time strictly after ``after``."""
-        anchor, interval = self.anchor, self.interval
-        k = max(self.first_index, math.floor((after - anchor) / interval) + 1)
-        # float rounding of the division above
-        while anchor + k * interval <= after:
-            k += 1
-        while k - 1 >= self.first_index and anchor + (k - 1) * interval > after:
-            k -= 1
-        fire = anchor + k * interval
+        """The first fire time strictly after ``after``; None past the largest float."""
+        quotient = (after - self.anchor) / self.interval
+        if math.isinf(quotient):  # so far out that no index reaches it
+            return None if quotient > 0 else self.first()
+        guess = max(self.first_index, math.floor(quotient) + 1)
+        fire = self._at(self._first_index_after(after, guess))
         return fire if math.isfinite(fire) else None
+
+    def _at(self, k: int) -> float:
+        try:
+            return self.anchor + k * self.interval
+        except OverflowError:  # k beyond the floats
+            return math.inf
+
+    def _first_index_after(self, after: float, guess: int) -> int:
+        """The least k >= first_index whose fire time is after ``after``, from a guess.
+
+        The division that made ``guess`` rounds, and an interval finer than the
+        floats near ``after`` maps many k to one time, so k is found by steps
+        that double, then bisection: O(log) calls however fine the grid.
+        """
+        lowest = self.first_index
+        hi, step = guess, 1
+        while self._at(hi) <= after:
+            hi, step = hi + step, step * 2
+        lo, step = hi - 1, 1  # invariant: lo < lowest, or lo's fire time is not after
+        while lo >= lowest and self._at(lo) > after:
+            hi, lo, step = lo, lo - step, step * 2
+        lo = max(lo, lowest - 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self._at(mid) > after:
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
 
 class Every:

@@ -407,6 +407,8 @@ class Series:
         lo, hi = after, before  # (lo, before) holds >= n fire times; (hi, before) fewer
         while hi - lo > _BISECT_PRECISION:
             mid = lo + (hi - lo) / 2
+            if not lo < mid < hi:  # no float between them: as close as floats get
+                break
             fire = self._seq.next_fire(mid)
             found = 0
             while fire is not None and fire < before and found < n:
