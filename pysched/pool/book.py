@@ -56,7 +56,7 @@ from .deadlines import Deadlines
 from .future import TaskFuture
 from .recurring import STOP, Recurrence
 from .stats import Counters, LatenessReservoir
-from .token import TaskTimeout
+from .token import TaskTimeout, call_each
 
 LATE_BATCH = 256  # lateness samples buffered before they are fed to the reservoir
 
@@ -503,10 +503,19 @@ class _Resolve:
 
 
 def end_futures(ended: list[Any]) -> None:
-    """Cancel the Futures of versions (or series) that will never run; outside the lock."""
-    for fut in ended:
-        if fut.__class__ is _Resolve:
-            fut.fut._cancel_unrun()
-            continue
+    """Cancel the Futures of versions (or series) that will never run; outside the lock.
+
+    These Futures are out of the book and nobody else will resolve them, so a
+    done callback raising a BaseException stops none of the others.
+    """
+    call_each([partial(_end, fut) for fut in ended])
+
+
+def _end(fut: Any) -> None:
+    if fut.__class__ is _Resolve:
+        fut.fut._cancel_unrun()
+        return
+    try:
         fut._cancel_unrun()
+    finally:
         fut._release_call()

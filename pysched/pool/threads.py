@@ -203,9 +203,11 @@ class PoolThreads:
             found, started = self.book.cancel(task_id, CANCELLED, ended)
             if started is not None:
                 callbacks = self.request_stop(started, CANCELLED)
-        end_futures(ended)
-        if callbacks:
-            run_callbacks(callbacks)
+        try:
+            end_futures(ended)
+        finally:  # the token no longer holds them: they run now or never
+            if callbacks:
+                run_callbacks(callbacks)
         return found
 
     def cancel_future(self, fut: TaskFuture) -> bool:
@@ -243,8 +245,10 @@ class PoolThreads:
             if cancel_running:
                 for run in self.book.running.values():
                     callbacks.extend(self.request_stop(run, CLOSED) or ())
-        end_futures(ended)
-        run_callbacks(callbacks)
+        try:
+            end_futures(ended)
+        finally:  # the tokens no longer hold them: they run now or never
+            run_callbacks(callbacks)
 
     def drain(self, due_by: float | None = None) -> None:
         """open -> draining (see PoolBook.drain)."""

@@ -18,7 +18,8 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, Protocol
 
 from .._validate import check_callable, check_time
@@ -174,11 +175,36 @@ class CancelToken:
 
 
 def run_callbacks(callbacks: list[Callable[[], Any]]) -> None:
-    for fn in callbacks:
+    """Call each callback once: one that raises is logged, and the others still run."""
+    call_each([partial(_logged, fn) for fn in callbacks])
+
+
+def _logged(fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except Exception:
+        LOGGER.exception("pysched: exception in cancel callback %r", fn)
+
+
+def call_each(calls: Iterable[Callable[[], Any]]) -> None:
+    """Make every call, even when one raises; then raise the first exception, if any.
+
+    For user code run on behalf of others (callbacks no one else holds any
+    more): a BaseException from one (KeyboardInterrupt, say) stops none of
+    the others, and the caller still sees it.
+    """
+    raised: BaseException | None = None
+    for call in calls:
         try:
-            fn()
-        except Exception:
-            LOGGER.exception("pysched: exception in cancel callback %r", fn)
+            call()
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the others
+            if raised is None:
+                raised = exc
+    if raised is not None:
+        try:
+            raise raised
+        finally:
+            raised = None  # no cycle through the traceback
 
 
 class RunningTask(Protocol):
