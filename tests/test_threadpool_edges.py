@@ -7,6 +7,7 @@ callback is skipped when another party's callback raises a BaseException.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import threading
 
 import pytest
@@ -100,3 +101,38 @@ def test_a_done_callback_raising_in_cancel_still_runs_the_running_versions_callb
     assert newer.cancelled() and newer.cancel_reason == "cancelled"
     assert stopped.is_set(), "the running version's cancel callback was skipped"
     assert running.result(WAIT) is None
+
+
+def test_cancelling_a_series_as_its_failing_run_ends_it_keeps_the_failure(make_pool, clock):
+    # A run fails and ends its series (on_error="stop"); its worker has left the
+    # book and is about to fail the series' Future. A cancel() in that window
+    # used to find a PENDING Future nobody held: it cancelled it without telling
+    # concurrent.futures.wait() (which then waited forever) and lost the failure.
+    pool = make_pool(1)
+    failure = ValueError("the run that ends the series")
+
+    def boom():
+        raise failure
+
+    series = pool.schedule_every("s", 1.0, 0, boom, start_at=1.0)
+    in_window = threading.Event()
+    proceed = threading.Event()
+    settle = series._set_outcome
+
+    def held(result, exception):  # the worker's next step, held at the window
+        in_window.set()
+        assert proceed.wait(WAIT)
+        return settle(result, exception)
+
+    series._set_outcome = held
+    waited = []
+    waiter = threading.Thread(target=lambda: waited.append(cf.wait([series], timeout=WAIT)))
+    waiter.start()
+    clock.advance(1.0)
+    assert in_window.wait(WAIT)
+    cancelled = series.cancel()
+    proceed.set()
+    waiter.join(WAIT)
+    assert waited and not waited[0].not_done, "concurrent.futures.wait() was never told"
+    assert not cancelled, "cancel() stopped a series that had already ended"
+    assert series.exception(0) is failure

@@ -30,7 +30,8 @@ Invariants (under the owner's lock):
   ``started=False``), and the decision is made here, under the lock: a cancel,
   replacement or close that marks a claimed version before ``start()`` wins,
   so it never starts. Once started, a version only gets its token set.
-- A TaskFuture leaves PENDING only by a decision made here (``start()``, or a
+- A TaskFuture leaves PENDING only by a decision made here (``start()``,
+  ``finish()`` of the run that ends a series with its failure, or a
   ``cancel_reason`` set by the one party that ends the version), and is
   resolved exactly once, outside the lock, by that party: the worker that
   started it, or the caller that ended it.
@@ -295,6 +296,10 @@ class Book(Generic[F]):
             failure = self._next_run(task.task_id, fut, series, failure, end, ended)
             # A run in progress when the series stopped: this worker releases it.
             owns = in_run and series.stopped
+            if owns and failure is not None:
+                # This worker fails the series' Future once it releases the lock:
+                # until then a Future.cancel() must see it settled, not PENDING.
+                fut._state = RUNNING
         if self.state is DRAINING:
             self.maybe_drained()
         return failure, owns
