@@ -14,6 +14,7 @@ import pytest
 from pool_helpers import WAIT, Gate, clock_fixture, make_pool_fixture  # noqa: F401
 
 from pysched import current_token
+from pysched.testing import FakeClock
 
 
 class Interrupt(BaseException):
@@ -136,3 +137,15 @@ def test_cancelling_a_series_as_its_failing_run_ends_it_keeps_the_failure(make_p
     assert waited and not waited[0].not_done, "concurrent.futures.wait() was never told"
     assert not cancelled, "cancel() stopped a series that had already ended"
     assert series.exception(0) is failure
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda pool: pool.schedule_in("a", 1.7e308, 0, print), "delay"),
+    (lambda pool: pool.schedule_every("a", 1.7e308, 0, print), "interval"),
+])
+def test_a_delay_that_runs_past_the_largest_time_is_refused_by_its_name(make_pool, call, name):
+    pool = make_pool(1, clock=FakeClock(1e308))
+    before = pool.stats()
+    with pytest.raises(OverflowError, match=name):
+        call(pool)
+    assert pool.stats() == before

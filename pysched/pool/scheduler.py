@@ -13,6 +13,7 @@ Close states and their transitions are listed in ``pysched._close_state``.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -171,7 +172,7 @@ class ThreadPoolScheduler(Executor):
         delay = _check_seconds(delay, "delay", allow_zero=True)
         fut = self._new_future(task_id, fn, args, kwargs, timeout)
         now = self._clock()
-        self._pool.add(task_id, now + delay, priority, fut, now)
+        self._pool.add(task_id, _from_now(now, delay, "delay"), priority, fut, now)
         return fut
 
     def schedule_every(self, task_id: Hashable, interval: float, priority: int,
@@ -202,6 +203,8 @@ class ThreadPoolScheduler(Executor):
         check_choice(on_error, "on_error", ON_ERRORS)
         if start_at is not None:
             start_at = check_time(start_at, "start_at")
+        else:  # the first run is due one interval from now
+            _from_now(self._clock(), interval, "interval")
         trigger = Every(interval, start_at=start_at, fixed_delay=mode == FIXED_DELAY)
         series = self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
                                          misfire_grace=None, overlap=overlap,
@@ -380,6 +383,14 @@ def _check_seconds(value: Any, name: str, *, allow_zero: bool) -> float:
     if seconds < 0 or (seconds == 0 and not allow_zero):
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
     return seconds
+
+
+def _from_now(now: float, seconds: float, name: str) -> float:
+    """``now + seconds``, or OverflowError naming ``name`` if that is past the largest float."""
+    run_at = now + seconds
+    if run_at == math.inf:
+        raise OverflowError(f"{name} of {seconds!r}s from now ({now!r}) is past the largest time")
+    return run_at
 
 
 def _cpu_count() -> int | None:
