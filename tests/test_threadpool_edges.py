@@ -149,3 +149,64 @@ def test_a_delay_that_runs_past_the_largest_time_is_refused_by_its_name(make_poo
     with pytest.raises(OverflowError, match=name):
         call(pool)
     assert pool.stats() == before
+
+
+class OnceBroken:
+    """A task id whose hash raises once, when armed: a fault inside the pool's lock."""
+
+    def __init__(self) -> None:
+        self.armed = False
+
+    def __hash__(self) -> int:
+        if self.armed:
+            self.armed = False
+            raise TypeError("unhashable for a moment")
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+def test_a_worker_dying_as_it_claims_still_settles_the_task_it_ran(make_pool, clock):
+    # The pool promises that a pool thread dying of any exception closes the
+    # pool "so every Future resolves". A worker that ran a task and then died
+    # claiming the next one (here: that one's id refuses its hash once) left
+    # the task it ran RUNNING for good, its result lost.
+    pool = make_pool(1)
+    poisoned = OnceBroken()
+
+    def body():
+        poisoned.armed = True  # the worker hashes it next, claiming it
+        return "ran"
+
+    later = pool.schedule(poisoned, 1.0, 0, print)
+    clock.advance(1.0)
+    first = pool.schedule("first", 0.0, 5, body)  # due first: higher priority
+    assert first.result(WAIT) == "ran"
+    assert pool.close(wait=True, timeout=WAIT)
+    assert later.done()
+
+
+class ClockThatFailsOnce(FakeClock):
+    """A FakeClock that raises a BaseException once, on the thread that arms it."""
+
+    armed_on: int | None = None
+
+    def __call__(self) -> float:
+        if self.armed_on == threading.get_ident():
+            self.armed_on = None
+            raise Interrupt("the clock, read by the worker after the task returned")
+        return super().__call__()
+
+
+def test_a_worker_killed_by_the_clock_after_a_task_still_settles_it(make_pool):
+    clock = ClockThatFailsOnce()
+    pool = make_pool(1, clock=clock)
+
+    def body():
+        clock.armed_on = threading.get_ident()
+        return "ran"
+
+    fut = pool.submit(body)
+    assert pool.close(wait=True, timeout=WAIT)  # the worker dies: the pool closes
+    assert fut.done(), "the Future of a task that ran stayed running after close"
