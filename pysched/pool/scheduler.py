@@ -33,7 +33,7 @@ from ..calendar import Cron, Event, Every, Series, SeriesHandle
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .book import PoolBook
 from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
-from .clocks import checked_clock, waiter_for
+from .clocks import checked_clock, checked_reading, waiter_for
 from .future import _NO_KWARGS, TaskFuture
 from .recurring import (
     FIXED_DELAY,
@@ -161,7 +161,7 @@ class ThreadPoolScheduler(Executor):
         """
         # task_id, run_at, priority and fn are checked by the core, before any change
         fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        self._pool.add(task_id, run_at, priority, fut, self._clock())
+        self._pool.add(task_id, run_at, priority, fut, checked_reading(self._clock))
         return fut
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
@@ -171,7 +171,7 @@ class ThreadPoolScheduler(Executor):
         check_hashable(task_id, "task_id")
         delay = _check_seconds(delay, "delay", allow_zero=True)
         fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        now = self._clock()
+        now = checked_reading(self._clock)
         self._pool.add(task_id, _from_now(now, delay, "delay"), priority, fut, now)
         return fut
 
@@ -204,7 +204,7 @@ class ThreadPoolScheduler(Executor):
         if start_at is not None:
             start_at = check_time(start_at, "start_at")
         else:  # the first run is due one interval from now
-            _from_now(self._clock(), interval, "interval")
+            _from_now(checked_reading(self._clock), interval, "interval")
         trigger = Every(interval, start_at=start_at, fixed_delay=mode == FIXED_DELAY)
         series = self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
                                          misfire_grace=None, overlap=overlap,
@@ -247,7 +247,7 @@ class ThreadPoolScheduler(Executor):
         fut._args = ()
         fut._kwargs = _NO_KWARGS
         fut._series = record
-        self._pool.add(task_id, record.first_wake(), priority, fut, self._clock())
+        self._pool.add(task_id, record.first_wake(), priority, fut, checked_reading(self._clock))
         fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return pool_series_handle(task_id, fut, record)
 
@@ -271,7 +271,7 @@ class ThreadPoolScheduler(Executor):
             fut._args = args
         if kwargs:
             fut._kwargs = kwargs
-        now = self._clock()
+        now = checked_reading(self._clock)
         if not pool.try_lock(False):
             pool.wait_lock()
         try:

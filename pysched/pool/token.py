@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from .._validate import check_callable, check_time
-from .clocks import Waiter, waiter_for
+from .clocks import Waiter, checked_reading, waiter_for
 
 LOGGER = logging.getLogger("pysched")
 
@@ -121,7 +121,7 @@ class CancelToken:
         """
         if self._reason is not None:
             return True
-        now = self._clock()
+        now = checked_reading(self._clock)
         deadline = None
         if timeout is not None:
             deadline = now + check_time(timeout, "timeout")
@@ -136,7 +136,7 @@ class CancelToken:
                 self._wait(self._condition, deadline, now)
                 if self._reason is not None:
                     return True
-            now = self._clock()  # outside the lock: the clock is the caller's code
+            now = checked_reading(self._clock)  # outside the lock: the clock is the caller's code
 
     def add_callback(self, fn: Callable[[], Any]) -> None:
         """Call ``fn()`` once when the token is set; at once if it already is."""
