@@ -8,6 +8,7 @@ callback is skipped when another party's callback raises a BaseException.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import threading
 
 import pytest
@@ -246,3 +247,66 @@ def test_a_clock_reading_garbage_in_the_callers_thread_refuses_the_call_unchange
         call(pool)
     clock.victim = None
     assert pool.stats() == before
+
+
+class CallsBackWhenFreed:
+    """A task id whose finaliser calls back into the pool: it must never run under the lock.
+
+    It takes the pool's lock as any call into the pool would, with a timeout,
+    so that a finaliser run under the lock fails the test instead of hanging it.
+    """
+
+    def __init__(self, name: str, pool, freed: list) -> None:
+        self.name, self.pool, self.freed = name, pool, freed
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CallsBackWhenFreed) and other.name == self.name
+
+    def __del__(self) -> None:
+        lock = self.pool._lock
+        took = lock.acquire(timeout=WAIT)
+        if took:
+            lock.release()
+        self.freed.append(took)
+
+
+@pytest.mark.parametrize("end", ["cancel", "close", "run"])
+def test_a_replaced_task_ids_finaliser_never_runs_under_the_lock(make_pool, clock, end):
+    # The pool promises that objects a call drops are held until its lock is
+    # released, so their finalisers run outside it. The core and the book keep
+    # the id object of the first version of an id as their key; once every
+    # Future of it was gone, the call that made them forget the id dropped it
+    # under the lock, and a finaliser calling back into the pool deadlocked.
+    pool = make_pool(1)
+    freed: list = []
+
+    def ending():
+        if end == "cancel":
+            pool.cancel(CallsBackWhenFreed("t", pool, freed))
+        elif end == "close":
+            pool.close(wait=False)
+        else:
+            clock.advance(10.0)
+            assert latest.result(WAIT) == 0
+
+    pool.schedule(CallsBackWhenFreed("t", pool, freed), 10.0, 0, print)
+    latest = pool.schedule(CallsBackWhenFreed("t", pool, freed), 10.0, 0, int)
+    ending()
+    gc.collect()
+    assert freed and all(freed), "a task id's finaliser ran under the pool's lock"
+
+
+def test_a_version_replacing_a_submitted_one_keeps_its_future_as_the_id(make_pool, clock):
+    pool = make_pool(1)
+    gate = Gate()
+    pool.submit(gate)
+    gate.wait_started()
+    submitted = pool.submit(int)  # pending behind the gate; its id is the Future itself
+    newer = pool.schedule(submitted, 0.0, 0, str)
+    assert submitted.cancel_reason == "replaced"
+    assert newer.task_id is submitted
+    gate.release()
+    assert newer.result(WAIT) == ""

@@ -196,10 +196,15 @@ class Book(Generic[F]):
         fut._run_at = run_at
         self.counts.scheduled += 1
         if old is not None:  # the core replaced it
+            # The core and the book keep the id object of the id's first version as
+            # their key: the newest Future holds it, so that it is never dropped
+            # under the lock (its finaliser may call back in).
+            fut._task_id = old.task_id
             self.replaced(old, ended)
         elif self.running:
             run = self.running.get(task_id)
             if run is not None:  # a claimed version of the id: end it unless it started
+                fut._task_id = run.task_id
                 self.end_claimed(run, REPLACED, ended)
         self.pending[task_id] = fut
         self.wakeups.pending_added(run_at, now)
