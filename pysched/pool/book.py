@@ -30,7 +30,8 @@ Invariants (under the owner's lock):
   ``started=False``), and the decision is made here, under the lock: a cancel,
   replacement or close that marks a claimed version before ``start()`` wins,
   so it never starts. Once started, a version only gets its token set.
-- A TaskFuture leaves PENDING only by a decision made here (``start()``, or a
+- A TaskFuture leaves PENDING only by a decision made here (``start()``,
+  ``finish()`` of the run that ends a series with its failure, or a
   ``cancel_reason`` set by the one party that ends the version), and is
   resolved exactly once, outside the lock, by that party: the worker that
   started it, or the caller that ended it.
@@ -56,7 +57,7 @@ from .deadlines import Deadlines
 from .future import TaskFuture
 from .recurring import STOP, Recurrence
 from .stats import Counters, LatenessReservoir
-from .token import TaskTimeout
+from .token import TaskTimeout, call_each
 
 LATE_BATCH = 256  # lateness samples buffered before they are fed to the reservoir
 
@@ -195,10 +196,15 @@ class Book(Generic[F]):
         fut._run_at = run_at
         self.counts.scheduled += 1
         if old is not None:  # the core replaced it
+            # The core and the book keep the id object of the id's first version as
+            # their key: the newest Future holds it, so that it is never dropped
+            # under the lock (its finaliser may call back in).
+            fut._task_id = old.task_id
             self.replaced(old, ended)
         elif self.running:
             run = self.running.get(task_id)
             if run is not None:  # a claimed version of the id: end it unless it started
+                fut._task_id = run.task_id
                 self.end_claimed(run, REPLACED, ended)
         self.pending[task_id] = fut
         self.wakeups.pending_added(run_at, now)
@@ -295,6 +301,10 @@ class Book(Generic[F]):
             failure = self._next_run(task.task_id, fut, series, failure, end, ended)
             # A run in progress when the series stopped: this worker releases it.
             owns = in_run and series.stopped
+            if owns and failure is not None:
+                # This worker fails the series' Future once it releases the lock:
+                # until then a Future.cancel() must see it settled, not PENDING.
+                fut._state = RUNNING
         if self.state is DRAINING:
             self.maybe_drained()
         return failure, owns
@@ -503,10 +513,19 @@ class _Resolve:
 
 
 def end_futures(ended: list[Any]) -> None:
-    """Cancel the Futures of versions (or series) that will never run; outside the lock."""
-    for fut in ended:
-        if fut.__class__ is _Resolve:
-            fut.fut._cancel_unrun()
-            continue
+    """Cancel the Futures of versions (or series) that will never run; outside the lock.
+
+    These Futures are out of the book and nobody else will resolve them, so a
+    done callback raising a BaseException stops none of the others.
+    """
+    call_each([partial(_end, fut) for fut in ended])
+
+
+def _end(fut: Any) -> None:
+    if fut.__class__ is _Resolve:
+        fut.fut._cancel_unrun()
+        return
+    try:
         fut._cancel_unrun()
+    finally:
         fut._release_call()

@@ -29,7 +29,7 @@ TIMEOUT_MAX = threading.TIMEOUT_MAX
 
 Waiter = Callable[[threading.Condition, "float | None", float], None]
 
-__all__ = ["TIMEOUT_MAX", "Waiter", "checked_clock", "waiter_for"]
+__all__ = ["TIMEOUT_MAX", "Waiter", "checked_clock", "checked_reading", "waiter_for"]
 
 
 def checked_clock(clock: Any) -> Callable[[], float]:
@@ -41,6 +41,19 @@ def checked_clock(clock: Any) -> Callable[[], float]:
     check_callable(clock, "clock")
     check_time(clock(), "clock()")
     return clock  # type: ignore[no-any-return]
+
+
+def checked_reading(clock: Callable[[], float]) -> float:
+    """One reading of ``clock`` in a caller's thread, checked as the constructor checks it.
+
+    A reading that is no finite number raises TypeError/ValueError naming
+    ``clock()`` before the caller changes anything (pool threads log such a
+    reading and close instead: ``pysched.pool.threads``).
+    """
+    now = clock()
+    if now.__class__ is float and now - now == 0.0:  # the common case, fast
+        return now
+    return check_time(now, "clock()")
 
 
 def waiter_for(clock: Any) -> Waiter:

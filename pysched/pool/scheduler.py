@@ -13,6 +13,7 @@ Close states and their transitions are listed in ``pysched._close_state``.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -32,7 +33,7 @@ from ..calendar import Cron, Event, Every, Series, SeriesHandle
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .book import PoolBook
 from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
-from .clocks import checked_clock, waiter_for
+from .clocks import checked_clock, checked_reading, waiter_for
 from .future import _NO_KWARGS, TaskFuture
 from .recurring import (
     FIXED_DELAY,
@@ -160,7 +161,7 @@ class ThreadPoolScheduler(Executor):
         """
         # task_id, run_at, priority and fn are checked by the core, before any change
         fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        self._pool.add(task_id, run_at, priority, fut, self._clock())
+        self._pool.add(task_id, run_at, priority, fut, checked_reading(self._clock))
         return fut
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
@@ -170,8 +171,8 @@ class ThreadPoolScheduler(Executor):
         check_hashable(task_id, "task_id")
         delay = _check_seconds(delay, "delay", allow_zero=True)
         fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        now = self._clock()
-        self._pool.add(task_id, now + delay, priority, fut, now)
+        now = checked_reading(self._clock)
+        self._pool.add(task_id, _from_now(now, delay, "delay"), priority, fut, now)
         return fut
 
     def schedule_every(self, task_id: Hashable, interval: float, priority: int,
@@ -202,6 +203,8 @@ class ThreadPoolScheduler(Executor):
         check_choice(on_error, "on_error", ON_ERRORS)
         if start_at is not None:
             start_at = check_time(start_at, "start_at")
+        else:  # the first run is due one interval from now
+            _from_now(checked_reading(self._clock), interval, "interval")
         trigger = Every(interval, start_at=start_at, fixed_delay=mode == FIXED_DELAY)
         series = self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
                                          misfire_grace=None, overlap=overlap,
@@ -244,7 +247,7 @@ class ThreadPoolScheduler(Executor):
         fut._args = ()
         fut._kwargs = _NO_KWARGS
         fut._series = record
-        self._pool.add(task_id, record.first_wake(), priority, fut, self._clock())
+        self._pool.add(task_id, record.first_wake(), priority, fut, checked_reading(self._clock))
         fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return pool_series_handle(task_id, fut, record)
 
@@ -268,7 +271,7 @@ class ThreadPoolScheduler(Executor):
             fut._args = args
         if kwargs:
             fut._kwargs = kwargs
-        now = self._clock()
+        now = checked_reading(self._clock)
         if not pool.try_lock(False):
             pool.wait_lock()
         try:
@@ -380,6 +383,14 @@ def _check_seconds(value: Any, name: str, *, allow_zero: bool) -> float:
     if seconds < 0 or (seconds == 0 and not allow_zero):
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
     return seconds
+
+
+def _from_now(now: float, seconds: float, name: str) -> float:
+    """``now + seconds``, or OverflowError naming ``name`` if that is past the largest float."""
+    run_at = now + seconds
+    if run_at == math.inf:
+        raise OverflowError(f"{name} of {seconds!r}s from now ({now!r}) is past the largest time")
+    return run_at
 
 
 def _cpu_count() -> int | None:

@@ -203,9 +203,11 @@ class PoolThreads:
             found, started = self.book.cancel(task_id, CANCELLED, ended)
             if started is not None:
                 callbacks = self.request_stop(started, CANCELLED)
-        end_futures(ended)
-        if callbacks:
-            run_callbacks(callbacks)
+        try:
+            end_futures(ended)
+        finally:  # the token no longer holds them: they run now or never
+            if callbacks:
+                run_callbacks(callbacks)
         return found
 
     def cancel_future(self, fut: TaskFuture) -> bool:
@@ -243,8 +245,10 @@ class PoolThreads:
             if cancel_running:
                 for run in self.book.running.values():
                     callbacks.extend(self.request_stop(run, CLOSED) or ())
-        end_futures(ended)
-        run_callbacks(callbacks)
+        try:
+            end_futures(ended)
+        finally:  # the tokens no longer hold them: they run now or never
+            run_callbacks(callbacks)
 
     def drain(self, due_by: float | None = None) -> None:
         """open -> draining (see PoolBook.drain)."""
@@ -316,6 +320,7 @@ class PoolThreads:
                 # Finish the previous version and start the next in one critical section.
                 if not try_lock(False):
                     wait_lock()
+                broken = None
                 try:
                     if fut is not None:
                         failure, owns = book.finish(task, fut, True, start, now, failure, ended)
@@ -323,7 +328,10 @@ class PoolThreads:
                     # version only after them, so it does not wait behind them while
                     # another worker could run it.
                     if fut is None or not (owns and fut._callback_list):
-                        work = self._next_work(now, ended)
+                        try:
+                            work = self._next_work(now, ended)
+                        except BaseException as exc:  # noqa: BLE001 - raised once fut is settled
+                            broken = exc
                 finally:
                     unlock()
                 if fut is not None:
@@ -335,16 +343,18 @@ class PoolThreads:
                 if ended:
                     end_futures(ended)
                     ended.clear()
+                if broken is not None:
+                    raise broken
                 if work is None or work.__class__ is float:
                     work = self._wait_for_work(now)
                     if work is None:
                         return
                 task, fut = work
-                work = None
                 start = read_clock(now)
                 if fut._timeout is not None:
                     with lock:
                         book.track_timeout(fut, start)
+                work = None  # it runs now: its Future gets what fn gives
                 context = set_current(fut)
                 try:
                     kwargs = fut._kwargs  # ** of an empty mappingproxy still copies it: skip it
@@ -355,23 +365,41 @@ class PoolThreads:
                 finally:
                     reset_current(context)
         except BaseException as exc:
-            # A started version this worker will never run: fail it, not lose it.
+            # Settle what this worker started and will never settle, not lose it:
+            # a version it never ran fails; one it ran gets what its fn gave.
             if work is not None and work.__class__ is tuple:
-                self._abandon(work, exc)
+                self._abandon(work[0], work[1], exc, None)
+            elif fut is not None:
+                self._abandon(task, fut, exc, (start, result, failure))
             raise
 
-    def _abandon(self, work: tuple[Any, TaskFuture], exc: BaseException) -> None:
-        task, fut = work
-        fut._timeout = None  # it never ran: no deadline was tracked
-        died = RuntimeError(f"the worker that started task {task.task_id!r} died")
-        died.__cause__ = exc
-        ended: list[TaskFuture] = []
-        with self.lock:
-            failure, owns = self.book.finish(task, fut, True, -_INF, -_INF, died, ended)
-        if owns:
-            fut._set_outcome(None, failure)
+    def _abandon(self, task: Any, fut: TaskFuture, exc: BaseException,
+                 ran: tuple[float, Any, BaseException | None] | None) -> None:
+        """The worker dies with ``fut``'s version started: finish it and settle its Future.
+
+        ``ran`` is (start, result, failure) if fn ran, None if it never did.
+        """
+        if fut.done():  # settled already: a done callback killed the worker
             fut._release_call()
-        end_futures(ended)
+            return
+        if ran is None:
+            fut._timeout = None  # it never ran: no deadline was tracked
+            died = RuntimeError(f"the worker that started task {task.task_id!r} died")
+            died.__cause__ = exc
+            ran = (-_INF, None, died)
+        start, result, failure = ran
+        owns = fut._series is None  # if the book refuses: a series ends when the pool closes
+        ended: list[TaskFuture] = []
+        try:
+            with self.lock:
+                if self.book.running.get(task.task_id) is fut:  # not finished yet
+                    failure, owns = self.book.finish(task, fut, True, start, start, failure,
+                                                     ended)
+        finally:  # even if the book refuses (what killed the worker may strike again)
+            if owns:
+                fut._set_outcome(result, failure)
+                fut._release_call()
+            end_futures(ended)
 
     def _wait_for_work(self, now: float) -> tuple[Any, TaskFuture] | None:
         """Idle until there is work for this worker; None when it must exit."""

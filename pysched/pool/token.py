@@ -18,11 +18,12 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, Protocol
 
 from .._validate import check_callable, check_time
-from .clocks import Waiter, waiter_for
+from .clocks import Waiter, checked_reading, waiter_for
 
 LOGGER = logging.getLogger("pysched")
 
@@ -120,7 +121,7 @@ class CancelToken:
         """
         if self._reason is not None:
             return True
-        now = self._clock()
+        now = checked_reading(self._clock)
         deadline = None
         if timeout is not None:
             deadline = now + check_time(timeout, "timeout")
@@ -135,7 +136,7 @@ class CancelToken:
                 self._wait(self._condition, deadline, now)
                 if self._reason is not None:
                     return True
-            now = self._clock()  # outside the lock: the clock is the caller's code
+            now = checked_reading(self._clock)  # outside the lock: the clock is the caller's code
 
     def add_callback(self, fn: Callable[[], Any]) -> None:
         """Call ``fn()`` once when the token is set; at once if it already is."""
@@ -174,11 +175,36 @@ class CancelToken:
 
 
 def run_callbacks(callbacks: list[Callable[[], Any]]) -> None:
-    for fn in callbacks:
+    """Call each callback once: one that raises is logged, and the others still run."""
+    call_each([partial(_logged, fn) for fn in callbacks])
+
+
+def _logged(fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except Exception:
+        LOGGER.exception("pysched: exception in cancel callback %r", fn)
+
+
+def call_each(calls: Iterable[Callable[[], Any]]) -> None:
+    """Make every call, even when one raises; then raise the first exception, if any.
+
+    For user code run on behalf of others (callbacks no one else holds any
+    more): a BaseException from one (KeyboardInterrupt, say) stops none of
+    the others, and the caller still sees it.
+    """
+    raised: BaseException | None = None
+    for call in calls:
         try:
-            fn()
-        except Exception:
-            LOGGER.exception("pysched: exception in cancel callback %r", fn)
+            call()
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the others
+            if raised is None:
+                raised = exc
+    if raised is not None:
+        try:
+            raise raised
+        finally:
+            raised = None  # no cycle through the traceback
 
 
 class RunningTask(Protocol):
