@@ -92,3 +92,17 @@ def test_a_pool_series_every_1e_300_seconds_answers_its_next_fire_times() -> Non
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_fire_times_past_the_datetime_range_are_left_out_of_next_fire_times() -> None:
+    from pysched import ThreadPoolScheduler
+
+    with ThreadPoolScheduler(1) as pool:
+        far = pool.schedule_recurring("far", Every(5e-324, start_at=1e300), 0, lambda: None)
+        near = pool.schedule_recurring("near", Every(3600), 0, lambda: None)
+        try:
+            assert far.next_fire_times(2) == []
+            assert len(near.next_fire_times(2)) == 2
+        finally:
+            far.cancel()
+            near.cancel()

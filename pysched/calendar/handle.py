@@ -22,11 +22,20 @@ def _nothing() -> None:
 
 def fire_datetimes(series: Series, fires: list[float], now: Reading) -> list[datetime]:
     """``series``' fire times as aware datetimes: a calendar series' in its trigger's
-    zone, an interval series' in UTC, estimated from ``now`` on the monotonic clock."""
-    if series.timeline == "wall":
-        zone: tzinfo = getattr(series.trigger, "tz", timezone.utc)
-        return [datetime.fromtimestamp(f, zone) for f in fires]
-    return [datetime.fromtimestamp(f - now.mono + now.wall, timezone.utc) for f in fires]
+    zone, an interval series' in UTC, estimated from ``now`` on the monotonic clock.
+
+    The list ends before the first fire time a datetime cannot hold (past year 9999).
+    """
+    wall = series.timeline == "wall"
+    zone: tzinfo = getattr(series.trigger, "tz", timezone.utc) if wall else timezone.utc
+    found = []
+    for fire in fires:
+        try:
+            found.append(datetime.fromtimestamp(fire if wall else fire - now.mono + now.wall,
+                                                zone))
+        except (OverflowError, ValueError, OSError):  # out of the datetime range
+            break
+    return found
 
 
 class SeriesOwner(Protocol):
