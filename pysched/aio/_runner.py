@@ -78,6 +78,15 @@ class LoopRunner:
         self.thread = get_ident()
         return loop
 
+    def check_thread(self) -> None:
+        """Refuse (RuntimeError) a call from another thread while the loop runs.
+
+        Such a call would change the books and resolve Futures while the pump
+        runs on the loop's thread; with the loop stopped nothing races it.
+        """
+        if get_ident() != self.thread and self.loop_running():
+            self.bind()  # raises unless the loop now runs on this thread
+
     def version_added(self) -> None:
         """After a schedule: a host while there is work, and a pump to come."""
         loop: Any = self.loop
@@ -117,6 +126,7 @@ class LoopRunner:
 
     def cancel_future(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
         """``fut.cancel(msg)``: end its version unless it started, else stop it."""
+        self.check_thread()
         ended: list[AsyncTaskFuture[Any]] = []
         done = self.book.cancel_future(fut, ended)
         if done is None:  # no longer the book's: it ended already
@@ -337,8 +347,14 @@ class LoopRunner:
         exc: BaseException | None = None
         try:
             result = await awaitable
-        except GeneratorExit:  # the Task is being destroyed with its loop: nothing to record
-            raise
+        except GeneratorExit as error:
+            # Thrown in by close() outside any step (the Task is being destroyed with
+            # its loop): nothing to record. Raised during a step by the version's own
+            # code, it is its outcome, as any other exception.
+            current, aio = asyncio.current_task(self.loop), fut._aio
+            if current is None or (aio is not None and current is not aio):  # None: eager
+                raise
+            exc, result = error, None
         except BaseException as error:  # noqa: BLE001
             exc, result = error, None
         running = self.book.running

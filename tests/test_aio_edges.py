@@ -1,0 +1,65 @@
+"""AsyncScheduler at its edges: what user code may raise or do to it, and where it is called from.
+
+Each version must end exactly once whatever its code raises, a call from
+another thread must be refused rather than race the loop, and a version must
+not be able to wait on itself forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aio_helpers import (  # noqa: F401  (fixtures)
+    VirtualTimeLoop,
+    loop_factory_fixture,
+    make_scheduler_fixture,
+    run,
+    settle,
+)
+from test_aio_thread import in_thread
+
+
+def test_a_generator_exit_raised_by_a_version_fails_it_and_frees_its_slot(make_scheduler,
+                                                                          loop_factory):
+    # Raised by the version's own code, not by its Task being destroyed: the
+    # version fails with it, as an asyncio Task does, and its slot is freed.
+    async def coroutine():
+        await asyncio.sleep(0)
+        raise GeneratorExit
+
+    def plain():
+        raise GeneratorExit
+
+    async def main():
+        async with make_scheduler(max_concurrency=1) as s:
+            raised = s.schedule("coroutine", 0.0, 1, coroutine)
+            called = s.schedule("plain", 0.0, 0, plain)
+            after = s.schedule("after", 0.0, -1, str, ("after",))
+            assert await after == "after"  # the cap of one was freed twice
+            s._check()
+            stats = s.stats()
+        return raised.exception(), called.exception(), stats
+
+    raised, called, stats = run(main, loop_factory)
+    assert isinstance(raised, GeneratorExit) and isinstance(called, GeneratorExit)
+    assert (stats["failed"], stats["completed"], stats["running"]) == (2, 1, 0)
+
+
+def test_calls_from_another_thread_while_the_loop_runs_raise_and_change_nothing(
+        make_scheduler, loop_factory):
+    # Only schedule() checked its thread: cancel(), a Future's cancel() and
+    # close() changed the books and resolved Futures from the other thread,
+    # racing the pump.
+    async def main():
+        async with make_scheduler() as s:
+            kept = s.schedule_in("kept", 60.0, 0, int)
+            before = s.stats()
+            for call in (lambda: s.cancel("kept"), kept.cancel, s.close,
+                         lambda: s.close(cancel_running=True)):
+                how, what = in_thread(call)
+                assert how == "raised" and isinstance(what, RuntimeError), (how, what)
+                assert s.stats() == before and not kept.done() and s.state == "open"
+                s._check()
+            assert s.cancel("kept") and kept.cancelled()  # on the loop's thread it works
+
+    run(main, loop_factory)
