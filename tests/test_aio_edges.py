@@ -63,3 +63,59 @@ def test_calls_from_another_thread_while_the_loop_runs_raise_and_change_nothing(
             assert s.cancel("kept") and kept.cancelled()  # on the loop's thread it works
 
     run(main, loop_factory)
+
+
+def test_a_version_awaiting_its_own_future_fails_as_a_task_awaiting_itself(make_scheduler,
+                                                                           loop_factory):
+    # It would wait for its own end forever, and cancelling it recursed
+    # without end: its Task cancelled the Future it awaited, which cancelled
+    # its Task again. asyncio refuses a Task that awaits itself; so does this.
+    futures = {}
+
+    async def awaits_itself():
+        return await futures["self"]
+
+    def returns_itself():
+        return futures["returned"]
+
+    async def main():
+        async with make_scheduler() as s:
+            futures["self"] = s.schedule("self", 0.0, 0, awaits_itself)
+            futures["returned"] = s.schedule("returned", 0.0, 0, returns_itself)
+            await asyncio.wait(futures.values())
+            s._check()
+
+    run(main, loop_factory)
+    for fut in futures.values():
+        error = fut.exception()
+        assert isinstance(error, RuntimeError) and "its own" in str(error), error
+
+
+def test_cancelling_a_version_awaiting_its_own_future_does_not_recurse(make_scheduler):
+    # The same version, cancelled before it got to await: it ends cancelled.
+    futures = {}
+    awaiting = asyncio.Event()
+
+    async def awaits_itself():
+        awaiting.set()
+        try:
+            return await futures["self"]
+        except RuntimeError:
+            await asyncio.sleep(60)  # still running when cancelled
+            raise
+
+    async def main():
+        async with make_scheduler() as s:
+            futures["self"] = s.schedule("self", 0.0, 0, awaits_itself)
+            await awaiting.wait()
+            await settle()
+            assert s.cancel("self")
+            await asyncio.wait([futures["self"]])
+            s._check()
+
+    loop = VirtualTimeLoop()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert futures["self"].cancelled()

@@ -106,6 +106,13 @@ class LoopRunner:
                     return run
         return None
 
+    def is_calling(self, run: AsyncTaskFuture[Any]) -> bool:
+        """Whether the caller is ``run``'s own code: its fn, or a step of its Task."""
+        if run is self._calling:
+            return True
+        aio = getattr(run, "_aio", None)  # set once its fn returned an awaitable
+        return aio is not None and aio is asyncio.current_task(self.loop)
+
     # -- ending versions: what never started, and what runs ---------------------------
 
     def has_begun(self, run: AsyncTaskFuture[Any]) -> bool:
