@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from aio_helpers import (  # noqa: F401  (fixtures)
     VirtualTimeLoop,
     loop_factory_fixture,
@@ -119,3 +120,30 @@ def test_cancelling_a_version_awaiting_its_own_future_does_not_recurse(make_sche
     finally:
         loop.close()
     assert futures["self"].cancelled()
+
+
+def test_calls_after_the_loop_closed_raise_and_change_nothing(make_scheduler, loop_factory):
+    # Each ended Future scheduled its done callbacks on the closed loop, which
+    # raised half-way: cancel() raised with its version cancelled, close()
+    # left later Futures pending for ever and the scheduler closing, its timer
+    # still armed.
+    loop = loop_factory()
+    s = make_scheduler()
+
+    async def start():
+        futures = [s.schedule_in(k, 60.0, 0, int) for k in range(3)]
+        for fut in futures:
+            fut.add_done_callback(lambda f: None)
+        return futures
+
+    try:
+        futures = loop.run_until_complete(start())
+    finally:
+        loop.close()
+    before = s.stats()
+    for call in (lambda: s.cancel(0), futures[1].cancel, s.close):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+        assert s.stats() == before and not any(fut.done() for fut in futures)
+        s._check()
+    s._runner.host.task._log_destroy_pending = False  # dropped with its loop, as documented

@@ -78,14 +78,20 @@ class LoopRunner:
         self.thread = get_ident()
         return loop
 
-    def check_thread(self) -> None:
-        """Refuse (RuntimeError) a call from another thread while the loop runs.
+    def check_caller(self) -> None:
+        """Refuse (RuntimeError) a call from another thread while the loop runs, or once it closed.
 
-        Such a call would change the books and resolve Futures while the pump
-        runs on the loop's thread; with the loop stopped nothing races it.
+        From another thread it would change the books and resolve Futures
+        while the pump runs on the loop's thread; once the loop closed, each
+        ended Future's callbacks would fail to be scheduled half-way. With the
+        loop stopped, not closed, nothing races the call and callbacks wait.
         """
-        if get_ident() != self.thread and self.loop_running():
+        if get_ident() == self.thread and self.loop_running():
+            return
+        if self.loop_running():
             self.bind()  # raises unless the loop now runs on this thread
+        elif self.loop is not None and self.loop.is_closed():
+            raise RuntimeError("the event loop of this AsyncScheduler is closed")
 
     def version_added(self) -> None:
         """After a schedule: a host while there is work, and a pump to come."""
@@ -133,7 +139,7 @@ class LoopRunner:
 
     def cancel_future(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
         """``fut.cancel(msg)``: end its version unless it started, else stop it."""
-        self.check_thread()
+        self.check_caller()
         ended: list[AsyncTaskFuture[Any]] = []
         done = self.book.cancel_future(fut, ended)
         if done is None:  # no longer the book's: it ended already

@@ -182,11 +182,11 @@ class AsyncScheduler:
         once; a running one has its asyncio Task cancelled, and its Future
         resolves when its function has returned or raised. Returns False
         when nothing of ``task_id`` is pending or running. Called from another
-        thread while the loop runs, raises RuntimeError and changes nothing,
-        as ``schedule()`` does. O(1) amortised.
+        thread while the loop runs, or once the loop closed, raises
+        RuntimeError and changes nothing. O(1) amortised.
         """
         check_hashable(task_id, "task_id")
-        self._runner.check_thread()
+        self._runner.check_caller()
         found = self._runner.cancel(task_id)
         series = self._series.end(task_id, CANCELLED)
         self._runner.settle()
@@ -239,13 +239,13 @@ class AsyncScheduler:
         ``cancel_running_on_close``) also the asyncio Tasks of running ones,
         except the caller's own when it is one of them. Idempotent; a later
         call with ``cancel_running=True`` still cancels what runs. Called
-        from another thread while the loop runs, raises RuntimeError and
-        changes nothing.
+        from another thread while the loop runs, or once the loop closed,
+        raises RuntimeError and changes nothing.
         """
         if cancel_running is None:
             cancel_running = self._cancel_running_on_close
         runner = self._runner
-        runner.check_thread()
+        runner.check_caller()
         if self._book.state is OPEN:
             runner.close()  # open -> closing: what has not started ends, the pump stops
             self._series.close()  # its listeners are called
