@@ -147,3 +147,26 @@ def test_calls_after_the_loop_closed_raise_and_change_nothing(make_scheduler, lo
         assert s.stats() == before and not any(fut.done() for fut in futures)
         s._check()
     s._runner.host.task._log_destroy_pending = False  # dropped with its loop, as documented
+
+
+def test_a_version_awaiting_a_future_it_returned_is_cancelled_before_its_task_steps(
+        make_scheduler, loop_factory):
+    # Its fn returned an awaitable that is not a coroutine (a Future), and a
+    # callable of the same pump cancelled the version before its Task took a
+    # step. The Task was cancelled before it ran a line of the scheduler's
+    # wrapper, which finishes versions: the version stayed running for ever,
+    # its Future pending, its slot taken, and aclose() waited without end.
+    async def main():
+        async with make_scheduler() as s:
+            awaited = asyncio.get_running_loop().create_future()
+            returned = s.schedule("returned", 0.0, 1, lambda: awaited)
+            cancel = s.schedule("cancel", 0.0, 0, s.cancel, ("returned",))
+            assert await cancel is True
+            await asyncio.wait([returned])
+            assert returned.cancelled() and returned.cancel_reason == "cancelled"
+            s._check()
+            stats = s.stats()
+            assert (stats["running"], stats["cancelled"], stats["completed"]) == (0, 1, 1)
+            assert not awaited.done()  # never awaited, as by a Task cancelled before its first step
+
+    run(main, loop_factory)

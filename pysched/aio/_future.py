@@ -113,7 +113,7 @@ class AsyncTaskFuture(Generic[_T]):
     # Set when the version's fn returned an awaitable:
     _task: Any  # the core Task
     _aio: Task[Any] | None  # the asyncio Task awaiting the result (None while it is made)
-    _coro: Any  # the coroutine that Task awaits, to tell whether it has begun (with _aio)
+    _coro: Any  # its coroutine (else the Task's own), to tell whether it has begun (with _aio)
     # Defaults, set on the instance when they differ:
     _exception: BaseException | None = None
     _callbacks: list[tuple[Callable[[Any], object], contextvars.Context]] | None = None

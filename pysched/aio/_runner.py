@@ -320,12 +320,15 @@ class LoopRunner:
         assert self.loop is not None
         fut._task = task
         fut._aio = None
-        fut._coro = result if result.__class__ is CoroutineType else None
+        coro = self._await_version(fut, result)
+        # What tells whether it has begun: its coroutine, else the wrapper that
+        # awaits its other awaitable (a Task cancelled before its first step never
+        # enters it, so the version is released as one that has not begun).
+        fut._coro = result if result.__class__ is CoroutineType else coro
         # An eager task factory runs the first step in here (so the version
         # counts as "calling"), and may even end it before create_task returns.
         self._calling = fut
         try:
-            coro = self._await_version(fut, result)
             if TASKS_TAKE_A_CONTEXT:
                 aio = self.loop.create_task(coro, context=context)
             else:  # the Task copies the current context
