@@ -170,3 +170,27 @@ def test_a_version_awaiting_a_future_it_returned_is_cancelled_before_its_task_st
             assert not awaited.done()  # never awaited, as by a Task cancelled before its first step
 
     run(main, loop_factory)
+
+
+def test_running_versions_that_all_await_aclose_each_return(make_scheduler, loop_factory):
+    # Each waited for the other versions only, so each waited for the other:
+    # neither returned, and the scheduler never closed.
+    async def main():
+        async with make_scheduler() as s:
+            began = []
+            all_began = asyncio.Event()
+
+            async def closer(n):
+                began.append(n)
+                if len(began) == 3:
+                    all_began.set()
+                await all_began.wait()  # all three have begun: close() ends none of them
+                await s.aclose()
+                return n
+
+            futures = [s.schedule(n, 0.0, 0, closer, (n,)) for n in range(3)]
+            assert await asyncio.gather(*futures) == [0, 1, 2]
+        assert s.state == "closed"
+        s._check()
+
+    run(main, loop_factory)
