@@ -194,3 +194,43 @@ def test_running_versions_that_all_await_aclose_each_return(make_scheduler, loop
         s._check()
 
     run(main, loop_factory)
+
+
+@pytest.mark.parametrize("returns", ["coroutine", "future"])
+def test_a_callable_cancelling_itself_before_returning_an_awaitable_ends_cancelled(
+        make_scheduler, loop_factory, returns):
+    # The stop asked for while its fn ran cancelled its Task before the first
+    # step, which never entered the wrapper that finishes the version: it
+    # stayed running for ever, its Future pending and its slot taken.
+    ran = []
+
+    async def body():
+        ran.append("body")
+
+    async def main():
+        async with make_scheduler(max_concurrency=1) as s:
+            awaited = asyncio.get_running_loop().create_future()
+            futures = {}
+
+            def stop_myself(how):
+                if how == "by id":
+                    assert s.cancel("by id") is True
+                else:
+                    assert futures[how].cancel("enough") is True
+                return body() if returns == "coroutine" else awaited
+
+            for how in ("by id", "by future"):
+                futures[how] = s.schedule(how, 0.0, 0, stop_myself, (how,))
+            after = s.schedule("after", 0.0, -1, str, ("after",))
+            assert await after == "after"  # the slot was freed each time
+            for how, fut in futures.items():
+                assert fut.cancelled() and fut.cancel_reason == "cancelled", how
+            with pytest.raises(asyncio.CancelledError, match="enough"):
+                futures["by future"].result()
+            s._check()
+            stats = s.stats()
+            assert (stats["cancelled"], stats["running"]) == (2, 0)
+            assert not awaited.done()
+
+    run(main, loop_factory)
+    assert ran == []  # the coroutine it returned never ran a line

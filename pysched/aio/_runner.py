@@ -318,6 +318,14 @@ class LoopRunner:
                       context: Any) -> None:
         """A version's fn returned an awaitable: await it in an asyncio Task in its context."""
         assert self.loop is not None
+        if fut._stop_reason is not None:
+            # Asked to stop while its fn ran: it ends cancelled, as a plain call
+            # does; a Task cancelled before its first step would never finish it.
+            if result.__class__ is CoroutineType:
+                result.close()  # never awaited, and not reported so
+            del self.book.running[fut._task_id]
+            self._end(fut, task, None, None, in_call=True)
+            return
         fut._task = task
         fut._aio = None
         coro = self._await_version(fut, result)
@@ -342,7 +350,7 @@ class LoopRunner:
         self._calling = None
         if self.book.running.get(fut._task_id) is fut:  # not ended by an eager first step
             fut._aio = aio
-            if fut._stop_reason is not None:  # cancelled while its fn ran
+            if fut._stop_reason is not None:  # asked to stop in an eager first step
                 aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
 
     def _call_raised(self, fut: AsyncTaskFuture[Any], task: Any, exc: BaseException) -> None:
