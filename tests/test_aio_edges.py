@@ -234,3 +234,26 @@ def test_a_callable_cancelling_itself_before_returning_an_awaitable_ends_cancell
 
     run(main, loop_factory)
     assert ran == []  # the coroutine it returned never ran a line
+
+
+def test_an_idle_scheduler_is_closed_and_cancelled_after_its_loop_closed(make_scheduler,
+                                                                         loop_factory):
+    # Only a scheduler holding work refuses once its loop closed: closing one
+    # left idle and open, or one already closed, still works, also with
+    # cancel_running (which asked for the running loop's current Task).
+    idle, closed, unused = make_scheduler(), make_scheduler(), make_scheduler()
+    unused.close(cancel_running=True)
+    assert unused.state == "closed"
+
+    async def main():
+        assert await idle.schedule_in("done", 0.0, 0, int, (1,)) == 1
+        async with closed:
+            closed.schedule_in("done", 0.0, 0, int)
+
+    run(main, loop_factory)
+    assert idle.cancel("done") is False and closed.cancel("done") is False
+    idle.close()
+    closed.close(cancel_running=True)
+    assert idle.state == closed.state == "closed"
+    idle._check()
+    closed._check()

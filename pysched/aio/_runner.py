@@ -79,18 +79,21 @@ class LoopRunner:
         return loop
 
     def check_caller(self) -> None:
-        """Refuse (RuntimeError) a call from another thread while the loop runs, or once it closed.
+        """Refuse (RuntimeError) a call from another thread while the loop runs, or once
+        it closed with work held.
 
         From another thread it would change the books and resolve Futures
         while the pump runs on the loop's thread; once the loop closed, each
-        ended Future's callbacks would fail to be scheduled half-way. With the
-        loop stopped, not closed, nothing races the call and callbacks wait.
+        ended Future's callbacks would fail to be scheduled half-way (an idle
+        scheduler has none to end). With the loop stopped, not closed,
+        nothing races the call and callbacks wait.
         """
         if get_ident() == self.thread and self.loop_running():
             return
         if self.loop_running():
             self.bind()  # raises unless the loop now runs on this thread
-        elif self.loop is not None and self.loop.is_closed():
+        elif (self.loop is not None and self.loop.is_closed()
+              and (self.book.pending or self.book.running)):
             raise RuntimeError("the event loop of this AsyncScheduler is closed")
 
     def version_added(self) -> None:
@@ -105,7 +108,9 @@ class LoopRunner:
         """The running version whose code is calling us, if any."""
         if self._calling is not None:
             return self._calling
-        current = asyncio.current_task()
+        if self.loop is None:
+            return None
+        current = asyncio.current_task(self.loop)  # None, not an error, off the loop
         if current is not None:
             for run in self.book.running.values():
                 if run._aio is current:
