@@ -257,3 +257,39 @@ def test_an_idle_scheduler_is_closed_and_cancelled_after_its_loop_closed(make_sc
     assert idle.state == closed.state == "closed"
     idle._check()
     closed._check()
+
+
+class _AwaitRaises:
+    def __await__(self):
+        raise ValueError("no await")
+
+
+def test_what_an_awaited_result_raises_ends_its_version_alone(make_scheduler, loop_factory):
+    # Pins that these end their own version only (failed, or cancelled with
+    # the message of a CancelledError the code raised itself), the rest runs.
+    other_loop = asyncio.new_event_loop()
+
+    async def cancels_itself():
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError("my own")
+
+    async def main():
+        async with make_scheduler(max_concurrency=1) as s:
+            futures = [s.schedule("await raises", 0.0, 3, _AwaitRaises),
+                       s.schedule("other loop", 0.0, 2, other_loop.create_future),
+                       s.schedule("own cancel", 0.0, 1, cancels_itself)]
+            after = s.schedule("after", 0.0, 0, str, ("after",))
+            assert await after == "after"
+            s._check()
+            return futures, s.stats()
+
+    try:
+        (raises, foreign, cancelled), stats = run(main, loop_factory)
+    finally:
+        other_loop.close()
+    assert isinstance(raises.exception(), ValueError)
+    assert isinstance(foreign.exception(), RuntimeError)  # a Future of another loop
+    assert cancelled.cancelled() and cancelled.cancel_reason == "cancelled"
+    with pytest.raises(asyncio.CancelledError, match="my own"):
+        cancelled.result()
+    assert (stats["failed"], stats["cancelled"], stats["completed"]) == (2, 1, 1)
