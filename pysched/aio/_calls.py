@@ -19,10 +19,11 @@ TASKS_TAKE_A_CONTEXT = sys.version_info >= (3, 11)
 def has_begun(coro: Any) -> bool:
     """Whether any code of a version's coroutine has run.
 
-    ``coro`` is None when the version's function returned an awaitable other
-    than a coroutine: that function already ran, so the version has begun.
+    When the version's function returned an awaitable other than a
+    coroutine, ``coro`` is the scheduler's coroutine that awaits it: the
+    version begins awaiting it at that coroutine's first step.
     """
-    return coro is None or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED
+    return inspect.getcoroutinestate(coro) != inspect.CORO_CREATED
 
 
 def settable(exc: BaseException) -> BaseException:

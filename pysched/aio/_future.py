@@ -56,6 +56,8 @@ class _Owner(Protocol):
 
     def has_begun(self, run: AsyncTaskFuture[Any]) -> bool: ...
 
+    def is_calling(self, run: AsyncTaskFuture[Any]) -> bool: ...
+
 
 class _UnretrievedLog:
     """Reports a failed Future's exception if it is collected unretrieved.
@@ -111,7 +113,7 @@ class AsyncTaskFuture(Generic[_T]):
     # Set when the version's fn returned an awaitable:
     _task: Any  # the core Task
     _aio: Task[Any] | None  # the asyncio Task awaiting the result (None while it is made)
-    _coro: Any  # the coroutine that Task awaits, to tell whether it has begun (with _aio)
+    _coro: Any  # its coroutine (else the Task's own), to tell whether it has begun (with _aio)
     # Defaults, set on the instance when they differ:
     _exception: BaseException | None = None
     _callbacks: list[tuple[Callable[[Any], object], contextvars.Context]] | None = None
@@ -238,6 +240,10 @@ class AsyncTaskFuture(Generic[_T]):
 
     def __await__(self) -> Generator[Any, None, _T]:
         if self._state is PENDING:
+            owner = self._owner
+            # It would wait for its own end for ever, as asyncio refuses for a Task.
+            if owner is not None and owner.is_calling(self):
+                raise RuntimeError(f"{self._what()} cannot await its own Future")
             self._asyncio_future_blocking = True
             yield self  # the Task waits for it through add_done_callback
         if self._state is PENDING:

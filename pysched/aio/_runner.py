@@ -78,6 +78,24 @@ class LoopRunner:
         self.thread = get_ident()
         return loop
 
+    def check_caller(self) -> None:
+        """Refuse (RuntimeError) a call from another thread while the loop runs, or once
+        it closed with work held.
+
+        From another thread it would change the books and resolve Futures
+        while the pump runs on the loop's thread; once the loop closed, each
+        ended Future's callbacks would fail to be scheduled half-way (an idle
+        scheduler has none to end). With the loop stopped, not closed,
+        nothing races the call and callbacks wait.
+        """
+        if get_ident() == self.thread and self.loop_running():
+            return
+        if self.loop_running():
+            self.bind()  # raises unless the loop now runs on this thread
+        elif (self.loop is not None and self.loop.is_closed()
+              and (self.book.pending or self.book.running)):
+            raise RuntimeError("the event loop of this AsyncScheduler is closed")
+
     def version_added(self) -> None:
         """After a schedule: a host while there is work, and a pump to come."""
         loop: Any = self.loop
@@ -90,12 +108,21 @@ class LoopRunner:
         """The running version whose code is calling us, if any."""
         if self._calling is not None:
             return self._calling
-        current = asyncio.current_task()
+        if self.loop is None:
+            return None
+        current = asyncio.current_task(self.loop)  # None, not an error, off the loop
         if current is not None:
             for run in self.book.running.values():
                 if run._aio is current:
                     return run
         return None
+
+    def is_calling(self, run: AsyncTaskFuture[Any]) -> bool:
+        """Whether the caller is ``run``'s own code: its fn, or a step of its Task."""
+        if run is self._calling:
+            return True
+        aio = getattr(run, "_aio", None)  # set once its fn returned an awaitable
+        return aio is not None and aio is asyncio.current_task(self.loop)
 
     # -- ending versions: what never started, and what runs ---------------------------
 
@@ -117,6 +144,7 @@ class LoopRunner:
 
     def cancel_future(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
         """``fut.cancel(msg)``: end its version unless it started, else stop it."""
+        self.check_caller()
         ended: list[AsyncTaskFuture[Any]] = []
         done = self.book.cancel_future(fut, ended)
         if done is None:  # no longer the book's: it ended already
@@ -295,14 +323,25 @@ class LoopRunner:
                       context: Any) -> None:
         """A version's fn returned an awaitable: await it in an asyncio Task in its context."""
         assert self.loop is not None
+        if fut._stop_reason is not None:
+            # Asked to stop while its fn ran: it ends cancelled, as a plain call
+            # does; a Task cancelled before its first step would never finish it.
+            if result.__class__ is CoroutineType:
+                result.close()  # never awaited, and not reported so
+            del self.book.running[fut._task_id]
+            self._end(fut, task, None, None, in_call=True)
+            return
         fut._task = task
         fut._aio = None
-        fut._coro = result if result.__class__ is CoroutineType else None
+        coro = self._await_version(fut, result)
+        # What tells whether it has begun: its coroutine, else the wrapper that
+        # awaits its other awaitable (a Task cancelled before its first step never
+        # enters it, so the version is released as one that has not begun).
+        fut._coro = result if result.__class__ is CoroutineType else coro
         # An eager task factory runs the first step in here (so the version
         # counts as "calling"), and may even end it before create_task returns.
         self._calling = fut
         try:
-            coro = self._await_version(fut, result)
             if TASKS_TAKE_A_CONTEXT:
                 aio = self.loop.create_task(coro, context=context)
             else:  # the Task copies the current context
@@ -316,7 +355,7 @@ class LoopRunner:
         self._calling = None
         if self.book.running.get(fut._task_id) is fut:  # not ended by an eager first step
             fut._aio = aio
-            if fut._stop_reason is not None:  # cancelled while its fn ran
+            if fut._stop_reason is not None:  # asked to stop in an eager first step
                 aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
 
     def _call_raised(self, fut: AsyncTaskFuture[Any], task: Any, exc: BaseException) -> None:
@@ -337,8 +376,14 @@ class LoopRunner:
         exc: BaseException | None = None
         try:
             result = await awaitable
-        except GeneratorExit:  # the Task is being destroyed with its loop: nothing to record
-            raise
+        except GeneratorExit as error:
+            # Thrown in by close() outside any step (the Task is being destroyed with
+            # its loop): nothing to record. Raised during a step by the version's own
+            # code, it is its outcome, as any other exception.
+            current, aio = asyncio.current_task(self.loop), fut._aio
+            if current is None or (aio is not None and current is not aio):  # None: eager
+                raise
+            exc, result = error, None
         except BaseException as error:  # noqa: BLE001
             exc, result = error, None
         running = self.book.running

@@ -96,6 +96,8 @@ class AsyncScheduler:
         self._runner = runner = LoopRunner(self._book, max_concurrency,
                                            _core_factory or _impl.Scheduler,
                                            partial(self.close, cancel_running=True))
+        # The running versions waiting in aclose() (see there).
+        self._closers: set[AsyncTaskFuture[Any]] = set()
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
         self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), runner.on_loop_shutdown,
                                     runner.replace_one_shot)
@@ -181,9 +183,12 @@ class AsyncScheduler:
         coroutine has not begun) never starts, and its Future is cancelled at
         once; a running one has its asyncio Task cancelled, and its Future
         resolves when its function has returned or raised. Returns False
-        when nothing of ``task_id`` is pending or running. O(1) amortised.
+        when nothing of ``task_id`` is pending or running. Called from another
+        thread while the loop runs, or once the loop closed, raises
+        RuntimeError and changes nothing. O(1) amortised.
         """
         check_hashable(task_id, "task_id")
+        self._runner.check_caller()
         found = self._runner.cancel(task_id)
         series = self._series.end(task_id, CANCELLED)
         self._runner.settle()
@@ -235,11 +240,14 @@ class AsyncScheduler:
         ``cancel_running`` (default: the constructor's
         ``cancel_running_on_close``) also the asyncio Tasks of running ones,
         except the caller's own when it is one of them. Idempotent; a later
-        call with ``cancel_running=True`` still cancels what runs.
+        call with ``cancel_running=True`` still cancels what runs. Called
+        from another thread while the loop runs, or once the loop closed,
+        raises RuntimeError and changes nothing.
         """
         if cancel_running is None:
             cancel_running = self._cancel_running_on_close
         runner = self._runner
+        runner.check_caller()
         if self._book.state is OPEN:
             runner.close()  # open -> closing: what has not started ends, the pump stops
             self._series.close()  # its listeners are called
@@ -251,22 +259,32 @@ class AsyncScheduler:
         """``close()``, then wait until every running version has finished.
 
         Called from inside one of its own running versions it waits for the
-        others only (the scheduler is closed once the caller returns). If the
-        caller is cancelled while it waits, the running versions are cancelled
-        too, waited for, and the CancelledError is raised again; cancelled a
-        second time, it stops waiting at once.
+        others only, and not for those that wait in ``aclose()`` too (the
+        scheduler is closed once they return). If the caller is cancelled
+        while it waits, the running versions are cancelled too, waited for,
+        and the CancelledError is raised again; cancelled a second time, it
+        stops waiting at once.
         """
-        self.close(cancel_running=cancel_running)
         runner = self._runner
+        # Running versions waiting in here are not waited for: each of two would
+        # wait for the other. One joins before close() wakes the others to look.
+        own = runner.own_run()
+        if own is not None:
+            self._closers.add(own)
         interrupted: asyncio.CancelledError | None = None
-        while len(self._book.running) > (runner.own_run() is not None) or runner.orphans:
-            try:
-                await runner.next_settle()
-            except asyncio.CancelledError as exc:
-                if interrupted is not None:  # cancelled again: stop waiting
-                    raise
-                interrupted = exc
-                runner.cancel_running(CLOSED)
+        try:
+            self.close(cancel_running=cancel_running)
+            while len(self._book.running) > len(self._closers) or runner.orphans:
+                try:
+                    await runner.next_settle()
+                except asyncio.CancelledError as exc:
+                    if interrupted is not None:  # cancelled again: stop waiting
+                        raise
+                    interrupted = exc
+                    runner.cancel_running(CLOSED)
+        finally:
+            if own is not None:
+                self._closers.discard(own)
         if interrupted is not None:
             raise interrupted
         host = runner.ended_host
