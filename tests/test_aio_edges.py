@@ -293,3 +293,25 @@ def test_what_an_awaited_result_raises_ends_its_version_alone(make_scheduler, lo
     with pytest.raises(asyncio.CancelledError, match="my own"):
         cancelled.result()
     assert (stats["failed"], stats["cancelled"], stats["completed"]) == (2, 1, 1)
+
+
+def test_a_series_handle_from_another_thread_raises_and_changes_nothing(make_scheduler,
+                                                                        loop_factory):
+    # The handle changed the series book from the other thread, then armed
+    # the loop's timer from there, racing the loop.
+    from pysched import Every
+
+    async def main():
+        async with make_scheduler() as s:
+            handle = s.schedule_recurring("tick", Every(3600), 0, int)
+            paused = s.schedule_recurring("paused", Every(3600), 0, int)
+            paused.pause()
+            for call in (handle.pause, paused.resume, handle.cancel):
+                how, what = in_thread(call)
+                assert how == "raised" and isinstance(what, RuntimeError), (how, what)
+            assert not handle.paused and not handle.cancelled
+            assert paused.paused and not paused.cancelled
+            handle.pause()  # on the loop's thread it works
+            assert handle.paused and handle.cancel() and handle.cancelled
+
+    run(main, loop_factory)

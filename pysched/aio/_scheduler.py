@@ -100,7 +100,7 @@ class AsyncScheduler:
         self._closers: set[AsyncTaskFuture[Any]] = set()
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
         self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), runner.on_loop_shutdown,
-                                    runner.replace_one_shot)
+                                    runner.replace_one_shot, runner.check_caller)
 
     # -- public API -------------------------------------------------------
 

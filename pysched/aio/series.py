@@ -91,15 +91,36 @@ class _Run:
         self.awaitable: object = None  # what a plain callable returned, to await
 
 
+class _LoopThreadOnly:
+    """A series handle's lock on the loop: one thread needs no lock, but a call from
+    another thread is refused (``check`` raises) before it changes anything."""
+
+    __slots__ = ("_check",)
+
+    def __init__(self, check: Callable[[], None]) -> None:
+        self._check = check
+
+    def __enter__(self) -> None:
+        self._check()
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def _any_caller() -> None:
+    return None
+
+
 class SeriesDriver:
     """The AsyncScheduler's series: one book, one timer, one hub of events."""
 
-    __slots__ = ("hub", "wall_clock", "_submit", "_on_lost", "_replace_task", "_loop", "_book",
-                 "_entries", "_timer", "_host", "_closed")
+    __slots__ = ("hub", "wall_clock", "_submit", "_on_lost", "_replace_task", "_handle_lock",
+                 "_loop", "_book", "_entries", "_timer", "_host", "_closed")
 
     def __init__(self, wall_clock: Callable[[], float], submit: Submit,
                  on_lost: Callable[[], None],
-                 replace_task: Callable[[Hashable], None] = lambda task_id: None) -> None:
+                 replace_task: Callable[[Hashable], None] = lambda task_id: None,
+                 check_caller: Callable[[], None] = _any_caller) -> None:
         check_callable(wall_clock, "wall_clock")
         check_time(wall_clock(), "wall_clock()")
         self.hub = EventHub()  # listeners may be added before the loop runs
@@ -108,6 +129,8 @@ class SeriesDriver:
         self._on_lost = on_lost  # the loop is shutting down: the scheduler closes
         # ends the one-shot version of a task id that has not started: a series replaces it
         self._replace_task = replace_task
+        # A handle's pause, resume and cancel follow the scheduler's thread rule.
+        self._handle_lock = _LoopThreadOnly(check_caller)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._book: SeriesBook | None = None  # made on the first series, on its loop
         self._entries: dict[Hashable, _Entry] = {}
@@ -147,7 +170,7 @@ class SeriesDriver:
         self._entries[task_id] = _Entry(call, priority, contextvars.copy_context())
         book.flush()
         self._rearm()
-        return SeriesHandle(book, series, read=self.read,
+        return SeriesHandle(book, series, read=self.read, lock=self._handle_lock,
                             notify=lambda: self._changed(task_id, series))
 
     def holds(self, task_id: Hashable) -> bool:
