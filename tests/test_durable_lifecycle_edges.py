@@ -7,6 +7,8 @@ named thread, never with sleeps that hope; every wait has a hang guard only.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +19,8 @@ import pytest
 from durable_helpers import store_spec  # noqa: F401 - a fixture
 
 from pysched import durable
-from pysched.durable import DurableScheduler
+from pysched.calendar import Every
+from pysched.durable import DurableScheduler, SQLiteStore
 
 HANG_GUARD = 30.0
 
@@ -37,6 +40,24 @@ def raise_system_exit() -> None:
 def raise_keyboard_interrupt() -> None:
     h.CALLS.append(("keyboard-interrupt",))
     raise KeyboardInterrupt
+
+
+SERIES_FIRES: list[float] = []
+SERIES_FIRED = threading.Condition()
+
+
+@durable.task(name="lifecycle-series-fire")
+def series_fire() -> None:
+    with SERIES_FIRED:
+        SERIES_FIRES.append(time.monotonic())
+        SERIES_FIRED.notify_all()
+
+
+def fires_after(count: int) -> bool:
+    """Wait (hang guard only) until ``count`` more series fires than now have run."""
+    with SERIES_FIRED:
+        goal = len(SERIES_FIRES) + count
+        return SERIES_FIRED.wait_for(lambda: len(SERIES_FIRES) >= goal, HANG_GUARD)
 
 
 class FailingClock:
@@ -116,3 +137,76 @@ def test_a_clock_reading_that_fails_before_a_run_starts_fails_that_run_with_it(
     assert row["error"].startswith("OSError: the clock could not be read")
     assert s.schedule("next", s.clock(), 0, h.note, ["next"]).result(HANG_GUARD) == "next"
 
+
+def test_a_clock_reading_that_fails_in_the_series_thread_is_retried(
+        make: Callable[..., DurableScheduler]) -> None:
+    """The series thread's own readings (when to do its chores, how long to wait) used
+    to end it at the first that raised: no series fired here again while the scheduler
+    said "open". The round is now logged and tried again after ``poll_interval``."""
+    clock = FailingClock()
+    s = make(clock=clock)
+    s.schedule_recurring("every", Every(0.05), 0, series_fire)
+    assert fires_after(1), "the series never fired"
+    clock.arm("pysched-durable-series")
+    assert clock.failed.wait(HANG_GUARD), "the series thread never read the clock"
+    assert fires_after(2), "the series stopped firing after one clock reading failed"
+
+
+class LogWatch(logging.Handler):
+    """Counts the records of ``pysched.durable`` whose message starts with ``prefix``."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__(logging.WARNING)
+        self.prefix = prefix
+        self.seen = 0
+        self.changed = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(self.prefix):
+            with self.changed:
+                self.seen += 1
+                self.changed.notify_all()
+
+    def wait_for(self, count: int) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.seen >= count, HANG_GUARD)
+
+
+@pytest.fixture
+def outcome_failures() -> Iterator[LogWatch]:
+    watch = LogWatch("storing 1 outcomes failed")
+    logger = logging.getLogger("pysched.durable")
+    logger.addHandler(watch)
+    yield watch
+    logger.removeHandler(watch)
+
+
+def test_an_outcome_write_refused_by_a_locked_sqlite_file_is_stored_once_later(
+        tmp_path: Any, outcome_failures: LogWatch) -> None:
+    """Another process holds the file with BEGIN EXCLUSIVE for longer than the store's
+    busy timeout while a run ends: its outcome write is refused, logged, kept and tried
+    again with backoff; once the file is free it is stored exactly once, the Future
+    resolves, and the worker goes on. (It would fail if a refused batch were dropped:
+    the Future would never resolve; or stored twice: two completions counted.)"""
+    h.reset()
+    path = str(tmp_path / "locked.db")
+    s = DurableScheduler(SQLiteStore(path, busy_timeout=0.05), poll_interval=0.05)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        future = s.schedule("held", s.clock(), 0, h.hold, ["held-started", "held-release"])
+        assert h.event("held-started").wait(HANG_GUARD)
+        other.execute("BEGIN EXCLUSIVE")
+        h.event("held-release").set()
+        assert outcome_failures.wait_for(2), "the outcome write was not refused and retried"
+        assert not future.done()  # a Future resolves once its outcome is stored
+        other.execute("COMMIT")
+        assert future.result(HANG_GUARD) is False
+        row = s.row("held")
+        assert row is not None and row["state"] == "completed" and row["attempts"] == 1
+        assert s.schedule("next", s.clock(), 0, h.note, ["next"]).result(HANG_GUARD) == "next"
+        stats = s.stats()
+        assert (stats["completed"], stats["not_recorded"], stats["handed_back"]) == (2, 0, 0)
+    finally:
+        other.close()
+        assert s.close(timeout=HANG_GUARD)
+        s.store.close()
