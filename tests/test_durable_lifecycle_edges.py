@@ -17,10 +17,15 @@ from typing import Any
 import durable_helpers as h
 import pytest
 from durable_helpers import store_spec  # noqa: F401 - a fixture
+from test_durable_postgres import (
+    ROLE,
+    pg,  # noqa: F401 - a fixture
+    terminate_worker_sessions,
+)
 
-from pysched import durable
+from pysched import SchedulerClosed, durable
 from pysched.calendar import Every
-from pysched.durable import DurableScheduler, SQLiteStore
+from pysched.durable import DurableScheduler, PostgresStore, SQLiteStore
 
 HANG_GUARD = 30.0
 
@@ -209,4 +214,57 @@ def test_an_outcome_write_refused_by_a_locked_sqlite_file_is_stored_once_later(
     finally:
         other.close()
         assert s.close(timeout=HANG_GUARD)
+        s.store.close()
+
+
+def test_close_while_postgresql_refuses_the_worker_returns_then_finishes_once_it_is_back(
+        pg: dict[str, Any]) -> None:  # noqa: F811
+    """close() while the database refuses every connection, with one run in flight and
+    one claim waiting for a worker: close(timeout) returns False (closing) instead of
+    hanging; once the database is back, a second close() finishes: the run's outcome is
+    stored once, the waiting claim is handed back unrun (pending, its attempt given
+    back, no lease) and its Future fails with SchedulerClosed."""
+    import psycopg  # noqa: F401 - the pg fixture needs it
+
+    s = DurableScheduler(PostgresStore(pg["worker_url"], table=pg["table"]), max_workers=1,
+                         prefetch=1, poll_interval=0.05, resync_interval=3600, lease=60.0)
+    try:
+        running = s.schedule("running", s.clock(), 0, h.hold, ["c-started", "c-release"])
+        assert h.event("c-started").wait(HANG_GUARD)
+        waiting = s.schedule("waiting", s.clock(), 0, h.note, ["waiting"])
+        h.wait_for(lambda: s.stats()["claimed"] == 2, what="the second claim")
+        pg["admin"].execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT 0")
+        terminate_worker_sessions(pg["admin"])
+        assert not s.close(wait=False)  # closing: the waiting claim is never started
+        h.event("c-release").set()
+        h.wait_for(lambda: ("running", "end", None) in h.CALLS, what="the run's end")
+        returned = threading.Event()
+        result: list[bool] = []
+        closer = threading.Thread(target=lambda: (result.append(s.close(timeout=0.2)),
+                                                  returned.set()))
+        closer.start()
+        assert returned.wait(HANG_GUARD), "close(timeout) did not return while the database" \
+                                          " was down"
+        assert result == [False] and s.state == "closing"
+        assert not running.done()  # its outcome is not stored yet
+        pg["admin"].execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
+        assert s.close(timeout=HANG_GUARD) and s.closed
+        assert running.result(0) is False
+        with pytest.raises(SchedulerClosed):
+            waiting.result(0)
+        assert ("waiting", "waiting") not in h.CALLS
+        client = PostgresStore(pg["url"], table=pg["table"])
+        try:
+            done, back = client.get("running"), client.get("waiting")
+        finally:
+            client.close()
+        assert done is not None and (done["state"], done["attempts"]) == ("completed", 1)
+        assert back is not None and (back["state"], back["attempts"]) == ("pending", 0)
+        assert back["lease_token"] is None
+        stats = s.stats()
+        assert (stats["completed"], stats["handed_back"], stats["not_recorded"]) == (1, 1, 0)
+    finally:
+        pg["admin"].execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
+        h.event("c-release").set()
+        s.close(timeout=HANG_GUARD)
         s.store.close()
