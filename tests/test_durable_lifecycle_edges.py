@@ -97,7 +97,7 @@ def test_a_base_exception_from_a_task_fails_its_version_and_its_future_raises_it
     """SystemExit or KeyboardInterrupt out of a task: the row is failed with that
     exception's name, the Future raises it (it used to resolve with None, as if the
     task had returned), and the worker runs what comes next."""
-    s = make()
+    s = make(max_workers=1)  # the one worker thread must survive it
     future = s.schedule("base", s.clock(), 0, task)
     expected = SystemExit if task is raise_system_exit else KeyboardInterrupt
     with pytest.raises(expected):
@@ -266,5 +266,94 @@ def test_close_while_postgresql_refuses_the_worker_returns_then_finishes_once_it
     finally:
         pg["admin"].execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
         h.event("c-release").set()
+        s.close(timeout=HANG_GUARD)
+        s.store.close()
+
+
+def backends_waiting_on_a_lock(admin: Any, query_part: str) -> list[int]:
+    """The worker role's backends blocked on a lock in a statement containing ``query_part``."""
+    return [pid for (pid,) in admin.execute(
+        "SELECT pid FROM pg_stat_activity WHERE usename = %s AND wait_event_type = 'Lock'"
+        " AND strpos(query, %s) > 0", (ROLE, query_part)).fetchall()]
+
+
+@pytest.mark.parametrize("interruption", ["terminated", "timed out"])
+def test_an_outcome_write_cut_off_mid_statement_is_stored_once_later(
+        pg: dict[str, Any], interruption: str,  # noqa: F811
+        outcome_failures: LogWatch) -> None:
+    """The outcome write is sent and blocks on a row lock another session holds; then
+    its backend is terminated (pg_terminate_backend), or its statement times out
+    (statement_timeout): the write never committed, the outcome is kept and written
+    again on a new connection or the same one, and once the lock is gone it is stored
+    exactly once. (It fails if the outcome were dropped, or written twice.)"""
+    import psycopg
+
+    if interruption == "timed out":
+        pg["admin"].execute(f"ALTER ROLE {ROLE} SET statement_timeout = '200ms'")
+    s = DurableScheduler(PostgresStore(pg["worker_url"], table=pg["table"]),
+                         poll_interval=0.05, resync_interval=3600, lease=60.0)
+    locker = psycopg.connect(pg["url"])
+    try:
+        future = s.schedule("held", s.clock(), 0, h.hold, ["w-started", "w-release"])
+        assert h.event("w-started").wait(HANG_GUARD)
+        locker.execute(f"SELECT 1 FROM {pg['table']} WHERE task_id = 'held' FOR UPDATE")
+        h.event("w-release").set()
+        if interruption == "terminated":
+            h.wait_for(lambda: backends_waiting_on_a_lock(pg["admin"], "WHERE task_id = ANY"),
+                       what="the outcome write to block on the row lock")
+            for pid in backends_waiting_on_a_lock(pg["admin"], "WHERE task_id = ANY"):
+                pg["admin"].execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+        assert outcome_failures.wait_for(1), "the outcome write was never cut off"
+        assert not future.done()
+        locker.rollback()
+        assert future.result(HANG_GUARD) is False
+        row = s.row("held")
+        assert row is not None and (row["state"], row["attempts"]) == ("completed", 1)
+        assert row["lease_token"] is None
+        stats = s.stats()
+        assert (stats["completed"], stats["not_recorded"]) == (1, 0)
+        assert s.schedule("next", s.clock(), 0, h.note, ["next"]).result(HANG_GUARD) == "next"
+    finally:
+        locker.close()
+        pg["admin"].execute(f"ALTER ROLE {ROLE} RESET statement_timeout")
+        h.event("w-release").set()
+        s.close(timeout=HANG_GUARD)
+        s.store.close()
+
+
+def test_a_claim_cut_off_mid_statement_is_tried_again_and_runs_the_task_once(
+        pg: dict[str, Any]) -> None:  # noqa: F811
+    """The claim statement is sent and blocks on a table lock another session holds;
+    its backend is terminated: the claim committed nothing, the claimer logs it, backs
+    off and claims again on a new connection once the lock is gone, and the task runs
+    once, at attempt 1. The row becomes due while the table is locked by moving the
+    scheduler's clock, so the claim is certainly sent under the lock."""
+    import psycopg
+
+    offset = [0.0]
+    claim_failures = LogWatch("claim failed")
+    logger = logging.getLogger("pysched.durable")
+    logger.addHandler(claim_failures)
+    s = DurableScheduler(PostgresStore(pg["worker_url"], table=pg["table"]),
+                         poll_interval=0.05, resync_interval=3600, lease=60.0,
+                         clock=lambda: time.monotonic() + offset[0])
+    locker = psycopg.connect(pg["url"])
+    try:
+        future = s.schedule("later", s.clock() + 5, 0, h.note, ["later"])
+        locker.execute(f"LOCK TABLE {pg['table']} IN EXCLUSIVE MODE")
+        offset[0] += 5
+        h.wait_for(lambda: backends_waiting_on_a_lock(pg["admin"], "SKIP LOCKED"),
+                   what="the claim to block on the table lock")
+        for pid in backends_waiting_on_a_lock(pg["admin"], "SKIP LOCKED"):
+            pg["admin"].execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+        assert claim_failures.wait_for(1), "the claim was never cut off"
+        locker.rollback()
+        assert future.result(HANG_GUARD) == "later"
+        assert h.CALLS.count(("later", "later")) == 1
+        row = s.row("later")
+        assert row is not None and (row["state"], row["attempts"]) == ("completed", 1)
+    finally:
+        logger.removeHandler(claim_failures)
+        locker.close()
         s.close(timeout=HANG_GUARD)
         s.store.close()
