@@ -65,6 +65,21 @@ def fires_after(count: int) -> bool:
         return SERIES_FIRED.wait_for(lambda: len(SERIES_FIRES) >= goal, HANG_GUARD)
 
 
+CLOSED_FROM_A_SERIES: list[tuple[bool, bool, bool]] = []
+
+
+@durable.task(name="lifecycle-series-close")
+def series_close() -> None:
+    """A series run that closes its own scheduler three ways; none may wait for itself."""
+    running = durable.current_task()
+    assert running is not None
+    sched = running._scheduler
+    CLOSED_FROM_A_SERIES.append((sched.close(), sched.close(timeout=HANG_GUARD),
+                                 sched.close(wait=False)))
+    with SERIES_FIRED:
+        SERIES_FIRED.notify_all()
+
+
 class FailingClock:
     """time.monotonic, except that the next reading taken in a thread whose name holds
     ``fail_in`` raises, once; ``failed`` is set when it has."""
@@ -357,3 +372,27 @@ def test_a_claim_cut_off_mid_statement_is_tried_again_and_runs_the_task_once(
         locker.close()
         s.close(timeout=HANG_GUARD)
         s.store.close()
+
+
+def test_close_from_a_series_run_and_from_two_threads_at_once(
+        make: Callable[..., DurableScheduler]) -> None:
+    """A recurring run calls close() (waiting, with a timeout, and not waiting): each
+    returns at once with False (closing) instead of waiting for the run itself; two
+    other threads calling close() at the same time both return True once it is closed,
+    and a close() after that returns True too."""
+    CLOSED_FROM_A_SERIES.clear()
+    s = make()
+    s.schedule_recurring("closer", Every(0.05), 0, series_close)
+    with SERIES_FIRED:
+        assert SERIES_FIRED.wait_for(lambda: CLOSED_FROM_A_SERIES, HANG_GUARD)
+    assert CLOSED_FROM_A_SERIES[0] == (False, False, False)
+    results: list[bool] = []
+    closers = [threading.Thread(target=lambda: results.append(s.close(timeout=HANG_GUARD)))
+               for _ in range(2)]
+    for closer in closers:
+        closer.start()
+    for closer in closers:
+        closer.join(HANG_GUARD)
+    assert results == [True, True] and s.closed
+    assert s.close() and s.close(wait=False)
+    assert len(CLOSED_FROM_A_SERIES) == 1  # nothing fired after close began
