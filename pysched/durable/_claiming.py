@@ -6,18 +6,20 @@ has recently been finishing in ``AUTO_WAIT`` seconds (and in a tenth of the
 lease), so a backlog of short tasks is claimed in larger batches, one commit
 each, while a claimed row still waits only a moment for a thread: long tasks
 keep the batch at max_workers + prefetch and leave the rest to other workers.
-A claim that fails is retried with backoff; the entries it popped go back on
-the local heap, and the leases it may have taken before it failed (the
-database committed, then the answer was lost or could not be read) are
-released at once by its batch prefix instead of lapsing a lease later. The
-store, not the heap, decides what is claimed, so a stale entry costs one
-claim that finds nothing.
+A claim that fails, or a round whose clock reading raised, is retried with
+backoff; the entries it popped go back on the local heap, and the leases it
+may have taken before it failed (the database committed, then the answer was
+lost or could not be read) are released at once by its batch prefix instead
+of lapsing a lease later. The store, not the heap, decides what is claimed,
+so a stale entry costs one claim that finds nothing.
 
 Each claim's lease is trusted here until ``Shared.live_until`` of the moment
 the claim statement was sent: the runs check it before they start.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ._local import RunningTask
 from ._mirror import Entry, Mirror
@@ -46,17 +48,20 @@ class Claimer:
         s = self._s
         try:
             while True:
-                with s.lock:
-                    popped: list[Entry] = []
-                    while True:
-                        if s.state != OPEN:
-                            return
-                        room = s.cap + self._growth() - len(s.inflight)
-                        delay = self._mirror.pop_due(room, popped) if room > 0 else None
-                        if popped:
-                            break
-                        s.wake.wait(s.poll if delay is None else min(delay, s.poll))
-                self._claim(popped, room)
+                popped: list[Entry] = []
+                try:
+                    with s.lock:
+                        while True:
+                            if s.state != OPEN:
+                                return
+                            room = s.cap + self._growth() - len(s.inflight)
+                            delay = self._mirror.pop_due(room, popped) if room > 0 else None
+                            if popped:
+                                break
+                            s.wake.wait(s.poll if delay is None else min(delay, s.poll))
+                    self._claim(popped, room)
+                except Exception:  # a clock reading raised: this round claims nothing
+                    self._retry_later(popped, "claiming")
         finally:
             self._runs.close_pool()
             with s.lock:
@@ -78,6 +83,24 @@ class Claimer:
             self._seen = (now, finished)
         return min(s.grow, int(self.rate * min(AUTO_WAIT, s.lease / 10)))
 
+    def _retry_later(self, popped: list[Entry], what: str,
+                     release: Callable[[], object] | None = None) -> None:
+        """A round failed (a store call, or a clock reading, raised): log it, ``release``
+        what it may have leased, put its popped entries back and back off, so the thread
+        lives on and never spins."""
+        s = self._s
+        delay = self._backoff.failed()
+        log.exception("%s failed; retrying in %.2f s", what, delay)
+        if release is not None:
+            s.guarded(release, "releasing the leases of a failed claim")
+        with s.lock:
+            if release is not None:  # the store failed, not the clock
+                s.counts["store_errors"] += 1
+            for e in popped:
+                self._mirror.put(e.task_id, e.version, e.wall, e.priority)
+            if s.state == OPEN:
+                s.wake.wait(delay)
+
     def _claim(self, popped: list[Entry], room: int) -> None:
         """Claim due rows up to the latest popped instant; re-check popped ones not won."""
         s = self._s
@@ -87,16 +110,9 @@ class Claimer:
         try:
             claims = s.store.claim(threshold, room, s.owner, s.lease, s.serves(), batch)
         except Exception:
-            delay = self._backoff.failed()
-            log.exception("claim failed; retrying in %.2f s", delay)
             # Rows it leased before failing would otherwise wait a whole lease.
-            s.guarded(lambda: s.store.release_batch(s.owner, batch),
-                      "releasing the leases of a failed claim")
-            with s.lock:
-                s.counts["store_errors"] += 1
-                for e in popped:
-                    self._mirror.put(e.task_id, e.version, e.wall, e.priority)
-                s.wake.wait(delay)
+            self._retry_later(popped, "claim",
+                              lambda: s.store.release_batch(s.owner, batch))
             return
         self._backoff.succeeded()
         runs = []

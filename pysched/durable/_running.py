@@ -6,8 +6,10 @@ renewal is ahead, and no renewal found it lost), the scheduler is open and
 no cancel or newer version of its task id has reached this process since
 the claim; otherwise it is handed back unrun (the store records that only
 where the claim still holds its row, and releases the lease). A callable
-that raises fails its version, logged with its traceback; the worker
-survives. One raise is not a failure: TaskCancelled
+that raises fails its version, logged with its traceback, and its Future
+raises that exception, a BaseException (SystemExit, KeyboardInterrupt) too;
+so does a clock reading that raises while the start rule is checked. The
+worker survives. One raise is not a failure: TaskCancelled
 with reason "closed" while the pool's own token for the run says "closed" (the
 pool was closed with cancel_running, as the worker command does on a second
 signal) hands the version back unrun, for another worker to run.
@@ -94,9 +96,8 @@ class Runs:
     def run(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Worker: run one claimed version (or hand it back) and queue its outcome."""
         value: Any = None
-        # What the finally block records if fn raises a BaseException (SystemExit, ...).
         state: str = FAILED
-        error: str | None = "interrupted by a BaseException"
+        error: str | None = None
         retry_at: float | None = None
         try:
             if not self._lease_holds(running):
@@ -114,6 +115,15 @@ class Runs:
                     retry_at = self._retry_at(claim, value)
                     if retry_at is not None:
                         state = PENDING  # tried again later: its Future stays open
+        except BaseException as exc:
+            # A SystemExit or KeyboardInterrupt from fn, or a clock reading that raised
+            # while deciding whether to start: the run fails with it, its Future raises
+            # it (never resolves as if it returned None), and it propagates to the pool.
+            state, value, retry_at = FAILED, exc, None
+            error = _failure_text(exc)
+            log.error("task %r version %r attempt %d failed: %s", claim.task_id, claim.version,
+                      claim.attempts, type(exc).__name__, exc_info=exc)
+            raise
         finally:
             outcome = Outcome(claim.token, claim.task_id, claim.version, state, error, retry_at)
             with self._s.lock:
@@ -170,10 +180,15 @@ class Runs:
                     with self._s.lock:
                         self._s.counts["stopped_by_close"] += 1
                     return PENDING, exc, None
-                text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
                 log.error("task %r version %r attempt %d failed", claim.task_id,
                           claim.version, claim.attempts, exc_info=exc)
-                return FAILED, exc, f"{type(exc).__name__}: {exc}\n{text[-_TRACEBACK_MAX:]}"
+                return FAILED, exc, _failure_text(exc)
+
+
+def _failure_text(exc: BaseException) -> str:
+    """The error stored for a failed run: the exception and the end of its traceback."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return f"{type(exc).__name__}: {exc}\n{text[-_TRACEBACK_MAX:]}"
 
 
 def lease_live(running: RunningTask, now: float) -> bool:

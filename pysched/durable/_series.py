@@ -441,22 +441,28 @@ class SeriesDriver:
     def loop(self, closing: threading.Event, poll: float, clock: Callable[[], float],
              prune_every: float) -> None:
         """The series thread: chores every ``poll`` seconds, pruning every ``prune_every``,
-        fire times when due."""
-        next_chores = next_prune = clock()
+        fire times when due. A clock reading that raises ends only its round: the thread
+        logs it and tries again after ``poll``, so the series here never stop firing."""
+        next_chores = next_prune = float("-inf")  # both due at the first round
         while not closing.is_set():
-            now = clock()
-            if now >= next_chores:
-                self.chores()
-                next_chores = clock() + poll
-            if now >= next_prune:
-                self._guarded(self.prune, "pruning old fire times")
-                next_prune = clock() + prune_every
-            ticked = self.tick()
-            with self.lock:
-                wake = self.book.next_wake() if ticked else None  # failed: at the next chores
-                until = next_chores if wake is None else min(wake, next_chores)
-                if not closing.is_set():
-                    self.wakeup.wait(max(0.0, until - clock()))
+            try:
+                now = clock()
+                if now >= next_chores:
+                    self.chores()
+                    next_chores = clock() + poll
+                if now >= next_prune:
+                    self._guarded(self.prune, "pruning old fire times")
+                    next_prune = clock() + prune_every
+                ticked = self.tick()
+                with self.lock:
+                    wake = self.book.next_wake() if ticked else None  # failed: next chores
+                    until = next_chores if wake is None else min(wake, next_chores)
+                    if not closing.is_set():
+                        self.wakeup.wait(max(0.0, until - clock()))
+            except Exception:
+                log.exception("durable series: reading the clock failed; trying again in"
+                              " %.2f s", poll)
+                closing.wait(poll)
 
     def close(self) -> None:
         """End every series here (events say "closed"); the store keeps them."""
