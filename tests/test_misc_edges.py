@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import pysched.sched
 from pysched.bounded import ThreadSafeBoundedPriorityQueue
+from pysched.cli import main, worker
 
 JOIN = 30.0  # seconds: only a deadlock or a lost wakeup gets near it
 
@@ -76,3 +78,38 @@ def test_get_with_a_timeout_beyond_the_platform_limit_waits_for_a_push(
     assert not consumer.is_alive()
     assert errors == [] and got == ["x"]
     assert q.stats()["waiting"] == 0
+
+
+# -- the pysched command --------------------------------------------------------------------
+
+TOO_BIG = str(2**64)
+
+
+@pytest.mark.parametrize(("args", "complaint"), [
+    (["worker", "--store", "x.db", "--import", "json", "--max-workers", TOO_BIG],
+     "argument --max-workers"),
+    (["worker", "--store", "x.db", "--import", "json", "--prefetch", TOO_BIG],
+     "argument --prefetch"),
+    (["status", "--store", "x.db", "--limit", TOO_BIG], "argument --limit"),
+    (["worker", "--store", "", "--import", "json"], "argument --store"),
+    (["worker", "--store", ":memory:", "--import", "json"], "argument --store"),
+    (["status", "--store", ""], "argument --store"),
+    (["status", "--store", ":memory:"], "argument --store"),
+])
+def test_a_bad_argument_exits_2_naming_the_option_before_opening_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        args: list[str], complaint: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    # A bad argument must stop the command before it opens a store (and a
+    # worker that got one would serve until signalled).
+    def refuse_to_open(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a store was opened despite a bad argument")
+
+    monkeypatch.setattr(worker, "open_store", refuse_to_open)
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert complaint in err and "usage: pysched" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "x.db").exists()

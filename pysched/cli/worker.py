@@ -46,8 +46,10 @@ from ._common import (
     ExitCode,
     UsageError,
     add_store_arguments,
+    count,
     fail,
     first_line,
+    positive_int,
     public_target,
 )
 
@@ -79,9 +81,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--queue", dest="queues", action="append", type=_queue_name,
                         metavar="NAME", help="a queue to claim from (repeatable; default: every"
                         " queue)")
-    parser.add_argument("--max-workers", type=_positive_int, default=4, metavar="N",
+    parser.add_argument("--max-workers", type=positive_int, default=4, metavar="N",
                         help="tasks run at once (default: %(default)s)")
-    parser.add_argument("--prefetch", type=_count, default=None, metavar="N",
+    parser.add_argument("--prefetch", type=count, default=None, metavar="N",
                         help="tasks claimed ahead of a free worker (default: --max-workers,"
                         " grown while short tasks finish fast); a claim takes up to"
                         " max-workers + prefetch rows in one commit")
@@ -287,16 +289,6 @@ def _load(modules: Sequence[str], registry_ref: str | None) -> TaskRegistry:
     return found
 
 
-def _whole(text: str, least: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-    return value
-
-
 def _served(registry: TaskRegistry) -> str:
     """The task names a worker with ``registry`` claims, for its start-up line."""
     serves = registry.serves()
@@ -314,14 +306,6 @@ def _queue_name(text: str) -> str:
     if not name:
         raise argparse.ArgumentTypeError("a queue name cannot be empty")
     return name
-
-
-def _positive_int(text: str) -> int:
-    return _whole(text, 1)
-
-
-def _count(text: str) -> int:
-    return _whole(text, 0)
 
 
 def _seconds(text: str) -> float:
