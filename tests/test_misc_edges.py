@@ -93,6 +93,11 @@ TOO_BIG = str(2**64)
     (["status", "--store", "x.db", "--limit", TOO_BIG], "argument --limit"),
     (["worker", "--store", "", "--import", "json"], "argument --store"),
     (["worker", "--store", ":memory:", "--import", "json"], "argument --store"),
+    (["worker", "--store", "x.db", "--import", "json", "--owner", ""], "argument --owner"),
+    (["worker", "--store", "x.db", "--import", "json", "--owner", "a\x00b"],
+     "argument --owner"),
+    (["worker", "--store", "x.db", "--import", "json", "--owner", "o" * 5000],
+     "argument --owner"),
     (["status", "--store", ""], "argument --store"),
     (["status", "--store", ":memory:"], "argument --store"),
 ])

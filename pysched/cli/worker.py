@@ -95,7 +95,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--lease", type=_seconds, default=30.0, metavar="SECONDS",
                         help="how long a claim outlives this process if it dies (default:"
                         " %(default)s)")
-    parser.add_argument("--owner", metavar="NAME",
+    parser.add_argument("--owner", metavar="NAME", type=_owner_name,
                         help="this worker's name in leases; a restart under the same name"
                         " releases at once what it held, once unrenewed for two heartbeats."
                         " Never give two live workers the same name: the second warns that"
@@ -298,14 +298,23 @@ def _served(registry: TaskRegistry) -> str:
     return text + (f" and functions of {', '.join(modules)}" if modules else "")
 
 
-def _queue_name(text: str) -> str:
+def _key_name(text: str, what: str) -> str:
+    """``text`` if a store can keep it as the ``what`` of a row or lease."""
     try:
-        name = check_key(text, "queue")
+        name = check_key(text, what)
     except (TypeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if not name:
-        raise argparse.ArgumentTypeError("a queue name cannot be empty")
+        raise argparse.ArgumentTypeError(f"a {what} name cannot be empty")
     return name
+
+
+def _queue_name(text: str) -> str:
+    return _key_name(text, "queue")
+
+
+def _owner_name(text: str) -> str:
+    return _key_name(text, "owner")
 
 
 def _seconds(text: str) -> float:
