@@ -8,6 +8,9 @@ traceback or a store failure.
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import random
 import threading
 import time
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 import pytest
 
 import pysched.sched
-from pysched.bounded import ThreadSafeBoundedPriorityQueue
+from pysched.bounded import Empty, QueueClosed, ThreadSafeBoundedPriorityQueue
 from pysched.cli import main, worker
 
 JOIN = 30.0  # seconds: only a deadlock or a lost wakeup gets near it
@@ -118,3 +121,74 @@ def test_a_bad_argument_exits_2_naming_the_option_before_opening_anything(
     assert complaint in err and "usage: pysched" in err
     assert "Traceback" not in err
     assert not (tmp_path / "x.db").exists()
+
+
+def test_keyed_producers_timed_consumers_and_a_close_midway_account_for_every_value(
+        impl: Any) -> None:
+    # Producers push keyed values and take some back with remove(); consumers
+    # poll with short timeouts; one producer closes the queue halfway.
+    # Every value offered ends exactly one way: popped, dropped (as reported),
+    # removed, or refused by QueueClosed.
+    producers, consumers, per_producer = 3, 3, 800
+    q = ThreadSafeBoundedPriorityQueue(8, tenant_limit=4,
+                                       queue_type=impl.StableBoundedPriorityQueue)
+    barrier = threading.Barrier(producers + consumers)
+    ends: list[list[tuple[Any, str]]] = [[] for _ in range(producers + consumers)]
+
+    def produce(n: int) -> None:
+        rng = random.Random(n)
+        barrier.wait()
+        for i in range(per_producer):
+            if n == 0 and i == per_producer // 2:
+                q.close()  # the others may still push: they get QueueClosed
+            value = (n, i)
+            try:
+                entry = q.push_or_evict(rng.randrange(50), value, key=value,
+                                        tenant=rng.choice([None, n]))
+            except QueueClosed:
+                ends[n].append((value, "closed"))
+                continue
+            if entry is not None:
+                ends[n].append((entry.value, entry.reason))
+            if i and rng.random() < 0.2:
+                earlier = (n, rng.randrange(i))
+                with contextlib.suppress(KeyError):  # it ended some other way already
+                    ends[n].append((q.remove(earlier), "removed"))
+            if rng.random() < 0.1:
+                with contextlib.suppress(KeyError):
+                    q.reprioritize((n, rng.randrange(i + 1)), rng.randrange(50))
+
+    def consume(n: int) -> None:
+        barrier.wait()
+        while True:
+            try:
+                ends[producers + n].append((q.get(timeout=0.001), "popped"))
+            except Empty:
+                continue
+            except QueueClosed:
+                return
+
+    threads = [threading.Thread(target=produce, args=(n,), daemon=True)
+               for n in range(producers)]
+    threads += [threading.Thread(target=consume, args=(n,), daemon=True)
+                for n in range(consumers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN)
+        assert not thread.is_alive(), "a thread is stuck: deadlock or lost wakeup"
+
+    outcomes = [end for per_thread in ends for end in per_thread]
+    values = [value for value, _ in outcomes]
+    assert len(values) == len(set(values)), "a value ended twice"
+    assert sorted(values) == sorted((n, i) for n in range(producers)
+                                    for i in range(per_producer)), "a value was lost"
+    reasons = collections.Counter(reason for _, reason in outcomes)
+    assert reasons["closed"] >= per_producer // 2  # at least the closer's second half
+    stats = q.stats()
+    assert stats["length"] == 0 and stats["waiting"] == 0
+    assert stats["popped"] == reasons["popped"]
+    assert stats["evicted"] == reasons["evicted"]
+    assert stats["rejected_capacity"] == reasons["capacity"]
+    assert stats["rejected_quota"] == reasons["quota"]
+    q._check()
