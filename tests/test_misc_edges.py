@@ -101,6 +101,8 @@ TOO_BIG = str(2**64)
      "argument --owner"),
     (["worker", "--store", "x.db", "--import", "json", "--owner", "o" * 5000],
      "argument --owner"),
+    (["worker", "--store", "x.db", "--import", "json", "--lease", "3e10"], "argument --lease"),
+    (["worker", "--store", "x.db", "--import", "json", "--lease", "1e300"], "argument --lease"),
     (["status", "--store", ""], "argument --store"),
     (["status", "--store", ":memory:"], "argument --store"),
 ])

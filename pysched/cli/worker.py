@@ -92,7 +92,7 @@ def add_parser(commands: Any) -> None:
                         " signal (default: %(default)s)")
     parser.add_argument("--cancel-grace", type=_seconds, default=5.0, metavar="SECONDS",
                         help="the wait left after a second signal (default: %(default)s)")
-    parser.add_argument("--lease", type=_seconds, default=30.0, metavar="SECONDS",
+    parser.add_argument("--lease", type=_lease_seconds, default=30.0, metavar="SECONDS",
                         help="how long a claim outlives this process if it dies (default:"
                         " %(default)s)")
     parser.add_argument("--owner", metavar="NAME", type=_owner_name,
@@ -110,8 +110,6 @@ def run(args: argparse.Namespace) -> int:
     """Serve until signalled; return the exit status (see ``ExitCode``)."""
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.lease <= 0:
-        raise UsageError("argument --lease: must be > 0")
     inbox = _Inbox()
     restore = inbox.install()
     try:
@@ -324,6 +322,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _lease_seconds(text: str) -> float:
+    """A lease: > 0, and short enough for the heartbeat's waits on a lock (a third of it)."""
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    if value > threading.TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(f"must be <= {threading.TIMEOUT_MAX:.0f}, got {text}")
     return value
 
 
