@@ -140,6 +140,10 @@ class ThreadSafeBoundedPriorityQueue:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise Empty
+                if remaining is not None:
+                    # Longer waits overflow the platform's lock; the loop
+                    # waits again until the deadline.
+                    remaining = min(remaining, threading.TIMEOUT_MAX)
                 self._waiting += 1
                 try:
                     self._not_empty.wait(remaining)

@@ -203,7 +203,16 @@ class scheduler:  # noqa: N801 - the standard library's name
                 self._events[event.sequence] = event
                 return
             self._leave_core()
-        heappush(self._heap, event)  # may raise TypeError for incomparable times, as sched does
+        heap = self._heap
+        try:
+            heappush(heap, event)  # TypeError for incomparable times, as sched does
+        except BaseException:
+            # heappush appends, then swaps on the way up, so the refused event
+            # is somewhere in the heap: take it out and restore the heap order,
+            # or every later push and pop would compare against it.
+            heap[:] = [e for e in heap if e is not event]
+            heapify(heap)
+            raise
         self._events[event.sequence] = event
 
     def _find(self, event: object) -> Event:

@@ -12,9 +12,12 @@ import enum
 import sys
 from urllib.parse import urlsplit, urlunsplit
 
+from .._validate import INT64_MAX
 from ..durable._sql import check_table
+from ..durable.stores import SQLITE, parse_store_target
 
-__all__ = ["ExitCode", "UsageError", "add_store_arguments", "fail", "first_line", "public_target"]
+__all__ = ["ExitCode", "UsageError", "add_store_arguments", "count", "fail", "first_line",
+           "positive_int", "public_target"]
 
 
 class ExitCode(enum.IntEnum):
@@ -31,10 +34,24 @@ class UsageError(Exception):
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", required=True, metavar="URL",
+    parser.add_argument("--store", required=True, metavar="URL", type=_store_target,
                         help="a postgresql:// URL or the path of a SQLite file")
     parser.add_argument("--table", default="pysched_tasks", type=_table_name,
                         help="the table of the schedule (default: %(default)s)")
+
+
+def _store_target(text: str) -> str:
+    """``text`` if it names a database other processes can reach: a URL or a SQLite file."""
+    try:
+        kind, location = parse_store_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    # SQLite opens "" and ":memory:" as a database private to one connection:
+    # a schedule there would be lost, and its own connections disagree on it.
+    if kind == SQLITE and location in ("", ":memory:"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no SQLite file: give the path of one (or a postgresql:// URL)")
+    return text
 
 
 def _table_name(text: str) -> str:
@@ -42,6 +59,29 @@ def _table_name(text: str) -> str:
         return check_table(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _whole_number(text: str, least: int) -> int:
+    """``text`` as an int in ``least``..INT64_MAX (the largest count the core takes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
+    if value > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"must be <= {INT64_MAX}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    return _whole_number(text, 1)
+
+
+def count(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    return _whole_number(text, 0)
 
 
 def public_target(target: str) -> str:

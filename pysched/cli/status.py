@@ -25,6 +25,7 @@ from ._common import (
     ExitCode,
     UsageError,
     add_store_arguments,
+    count,
     fail,
     first_line,
     public_target,
@@ -44,7 +45,7 @@ def add_parser(commands: Any) -> None:
         description="Print how many rows of a durable schedule are in each state (and queue),"
                     " and its oldest pending and running rows. Reads only.")
     add_store_arguments(parser)
-    parser.add_argument("--limit", type=int, default=5, metavar="N",
+    parser.add_argument("--limit", type=count, default=5, metavar="N",
                         help="oldest rows shown per state (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
@@ -52,8 +53,6 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the status; return the exit status (see ``ExitCode``)."""
-    if args.limit < 0:
-        raise UsageError(f"argument --limit: must be >= 0, got {args.limit}")
     table = args.table
     where = public_target(args.store)
     try:

@@ -46,8 +46,10 @@ from ._common import (
     ExitCode,
     UsageError,
     add_store_arguments,
+    count,
     fail,
     first_line,
+    positive_int,
     public_target,
 )
 
@@ -79,9 +81,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--queue", dest="queues", action="append", type=_queue_name,
                         metavar="NAME", help="a queue to claim from (repeatable; default: every"
                         " queue)")
-    parser.add_argument("--max-workers", type=_positive_int, default=4, metavar="N",
+    parser.add_argument("--max-workers", type=positive_int, default=4, metavar="N",
                         help="tasks run at once (default: %(default)s)")
-    parser.add_argument("--prefetch", type=_count, default=None, metavar="N",
+    parser.add_argument("--prefetch", type=count, default=None, metavar="N",
                         help="tasks claimed ahead of a free worker (default: --max-workers,"
                         " grown while short tasks finish fast); a claim takes up to"
                         " max-workers + prefetch rows in one commit")
@@ -90,10 +92,10 @@ def add_parser(commands: Any) -> None:
                         " signal (default: %(default)s)")
     parser.add_argument("--cancel-grace", type=_seconds, default=5.0, metavar="SECONDS",
                         help="the wait left after a second signal (default: %(default)s)")
-    parser.add_argument("--lease", type=_seconds, default=30.0, metavar="SECONDS",
+    parser.add_argument("--lease", type=_lease_seconds, default=30.0, metavar="SECONDS",
                         help="how long a claim outlives this process if it dies (default:"
                         " %(default)s)")
-    parser.add_argument("--owner", metavar="NAME",
+    parser.add_argument("--owner", metavar="NAME", type=_owner_name,
                         help="this worker's name in leases; a restart under the same name"
                         " releases at once what it held, once unrenewed for two heartbeats."
                         " Never give two live workers the same name: the second warns that"
@@ -108,8 +110,6 @@ def run(args: argparse.Namespace) -> int:
     """Serve until signalled; return the exit status (see ``ExitCode``)."""
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.lease <= 0:
-        raise UsageError("argument --lease: must be > 0")
     inbox = _Inbox()
     restore = inbox.install()
     try:
@@ -287,16 +287,6 @@ def _load(modules: Sequence[str], registry_ref: str | None) -> TaskRegistry:
     return found
 
 
-def _whole(text: str, least: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-    return value
-
-
 def _served(registry: TaskRegistry) -> str:
     """The task names a worker with ``registry`` claims, for its start-up line."""
     serves = registry.serves()
@@ -306,22 +296,23 @@ def _served(registry: TaskRegistry) -> str:
     return text + (f" and functions of {', '.join(modules)}" if modules else "")
 
 
-def _queue_name(text: str) -> str:
+def _key_name(text: str, what: str) -> str:
+    """``text`` if a store can keep it as the ``what`` of a row or lease."""
     try:
-        name = check_key(text, "queue")
+        name = check_key(text, what)
     except (TypeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if not name:
-        raise argparse.ArgumentTypeError("a queue name cannot be empty")
+        raise argparse.ArgumentTypeError(f"a {what} name cannot be empty")
     return name
 
 
-def _positive_int(text: str) -> int:
-    return _whole(text, 1)
+def _queue_name(text: str) -> str:
+    return _key_name(text, "queue")
 
 
-def _count(text: str) -> int:
-    return _whole(text, 0)
+def _owner_name(text: str) -> str:
+    return _key_name(text, "owner")
 
 
 def _seconds(text: str) -> float:
@@ -331,6 +322,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _lease_seconds(text: str) -> float:
+    """A lease: > 0, and short enough for the heartbeat's waits on a lock (a third of it)."""
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    if value > threading.TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(f"must be <= {threading.TIMEOUT_MAX:.0f}, got {text}")
     return value
 
 
