@@ -396,3 +396,13 @@ def test_close_from_a_series_run_and_from_two_threads_at_once(
     assert results == [True, True] and s.closed
     assert s.close() and s.close(wait=False)
     assert len(CLOSED_FROM_A_SERIES) == 1  # nothing fired after close began
+
+
+@pytest.mark.parametrize("name", ["lease", "poll_interval", "resync_interval", "stale_after",
+                                  "max_clock_skew", "retention"])
+def test_durations_past_what_a_thread_can_wait_are_refused_by_name(name: str) -> None:
+    # lease=1e300 was taken, and the heartbeat thread died on its first wait
+    # (OverflowError) while the scheduler went on serving without renewals.
+    with pytest.raises(ValueError, match=f"{name} must be at most"):
+        DurableScheduler(None, **{name: 1e300})
+    DurableScheduler(None, **{name: 3600.0}).close()

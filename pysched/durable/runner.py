@@ -522,4 +522,8 @@ def _positive(value: Any, name: str) -> float:
     seconds = check_time(value, name)
     if seconds <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
+    # Each of these durations (or a part of one) is a wait of a worker thread,
+    # which raises OverflowError past the platform's limit (about 292 years).
+    if seconds > threading.TIMEOUT_MAX:
+        raise ValueError(f"{name} must be at most {threading.TIMEOUT_MAX:.0f} s, got {value!r}")
     return seconds
