@@ -12,7 +12,7 @@
 #     fresh venv (no extension built), tests with the variable set at run time too;
 #     and the variable at run time alone over a compiled install.
 #  5. Typing and lint: mypy --strict on the package and, against the installed
-#     wheel (only possible when it ships py.typed), on tests/typing_example.py;
+#     wheel (only possible when it ships py.typed), on tests/package/typing_example.py;
 #     stubtest of pysched/_core.pyi against the built core; ruff.
 #  6. cibuildwheel lists the intended builds, and the workflows name them
 #     (scripts/check_workflows.py).
@@ -200,7 +200,7 @@ if [[ -n "${LAST_VENV:-}" ]] && logged "$WORK/lint.log" "$LAST_VENV/bin/python" 
     user=$(mktemp -d "$WORK/user.XXXXXX")
     cp "$SDIST_DIR/tests/typing_example.py" "$user/"
     (cd "$user" && "$bin/mypy" --strict --cache-dir "$cache-user" typing_example.py) \
-        && note "ok   mypy --strict tests/typing_example.py (installed wheel)" \
+        && note "ok   mypy --strict tests/package/typing_example.py (installed wheel)" \
         || fail "mypy --strict typing_example.py"
     (cd "$user" && "$bin/python" -m mypy.stubtest pysched._core \
         --allowlist "$SRC/scripts/stubtest-allowlist.txt") \

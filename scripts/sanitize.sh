@@ -15,7 +15,7 @@
 #   (the core's PyMem_* arrays included) from its own arenas, where ASan sees
 #   no bounds.
 # - detect_leaks=0: CPython frees little at exit by design, so LeakSanitizer
-#   would report the interpreter, not us; tests/test_leaks.py checks our leaks.
+#   would report the interpreter, not us; tests/core/test_leaks.py checks our leaks.
 # - Reports go to log files as well as stderr (pytest captures stderr), and any
 #   log file left behind fails the run even if every test passed.
 set -euo pipefail

@@ -10,7 +10,7 @@ objects are, so no lock is needed):
   so ``len(book.pending) == len(core)``. Cancelling, replacing a claimed
   version, closing and releasing what never started are the book's methods;
   schedule, claim and the finish of a plain callable are done inline on its
-  dicts (tests/test_aio_book.py pins them to the book's own methods).
+  dicts (tests/aio/test_aio_book.py pins them to the book's own methods).
 - ``len(book.running)`` never exceeds ``max_concurrency``: the pump claims
   only below it, and only while open.
 - Nothing polls: the pump starts every due version, then arms one

@@ -17,7 +17,7 @@ Both schedulers keep one book. The pool uses all of it, with TaskFutures
 what never started, the state and the counters. Its own hot paths
 (schedule, claim and finish of a plain callable) change ``pending``,
 ``running`` and the counters inline, as ``add()``, ``claim()`` and
-``finish()`` would; tests/test_aio_book.py pins the two.
+``finish()`` would; tests/aio/test_aio_book.py pins the two.
 
 Invariants (under the owner's lock):
 

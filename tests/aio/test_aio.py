@@ -12,17 +12,12 @@ import functools
 import math
 
 import pytest
-from aio_helpers import (  # noqa: F401  (fixtures)
-    VirtualTimeLoop,
-    loop_factory_fixture,
-    make_scheduler_fixture,
-    run,
-    settle,
-)
 
 import pysched
 from pysched import SchedulerClosed
 from pysched.aio import AsyncScheduler, AsyncTaskFuture
+
+from support.aio import VirtualTimeLoop, run, settle
 
 
 def test_exported_from_the_package():

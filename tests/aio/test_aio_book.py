@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aio_helpers import VirtualTimeLoop, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pysched.aio import AsyncScheduler
 from pysched.pool.book import NoWakeups, PoolBook, end_futures
 from pysched.pool.future import TaskFuture
+
+from support.aio import VirtualTimeLoop, run
 
 IDS = st.sampled_from("abcd")
 OPS = st.lists(st.one_of(

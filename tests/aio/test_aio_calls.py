@@ -10,14 +10,8 @@ import asyncio
 import sys
 
 import pytest
-from aio_helpers import (  # noqa: F401  (fixtures)
-    LOOPS,
-    VirtualTimeLoop,
-    loop_factory_fixture,
-    make_scheduler_fixture,
-    run,
-    settle,
-)
+
+from support.aio import LOOPS, VirtualTimeLoop, run
 
 
 def counting_tasks(loop_factory):

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aio_helpers import loop_factory_fixture, make_scheduler_fixture, run, settle  # noqa: F401
 
 from pysched import SchedulerClosed
+
+from support.aio import run, settle
 
 
 class Gated:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 
-from aio_helpers import loop_factory_fixture, make_scheduler_fixture, run  # noqa: F401
+from support.aio import run
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 

@@ -10,14 +10,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aio_helpers import (  # noqa: F401  (fixtures)
-    VirtualTimeLoop,
-    loop_factory_fixture,
-    make_scheduler_fixture,
-    run,
-    settle,
-)
-from test_aio_thread import in_thread
+
+from support.aio import VirtualTimeLoop, in_thread, run, settle
 
 
 def test_a_generator_exit_raised_by_a_version_fails_it_and_frees_its_slot(make_scheduler,

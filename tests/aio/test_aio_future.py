@@ -13,14 +13,10 @@ import gc
 import logging
 
 import pytest
-from aio_helpers import (  # noqa: F401  (fixtures)
-    loop_factory_fixture,
-    make_scheduler_fixture,
-    run,
-    settle,
-)
 
 from pysched.aio import AsyncTaskFuture
+
+from support.aio import run, settle
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 

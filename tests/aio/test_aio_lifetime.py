@@ -9,45 +9,10 @@ must end with a reason. An idle scheduler leaves nothing on the loop.
 from __future__ import annotations
 
 import asyncio
-import gc
-import logging
-import sys
 
 import pytest
-from aio_helpers import VirtualTimeLoop, loop_factory_fixture, make_scheduler_fixture  # noqa: F401
 
-
-def run_as_asyncio_run(main, loop_factory):
-    """``asyncio.run(main())`` on a loop from ``loop_factory``, teardown included."""
-    if sys.version_info >= (3, 11):
-        with asyncio.Runner(loop_factory=loop_factory) as runner:
-            return runner.run(main())
-
-    class Policy(asyncio.DefaultEventLoopPolicy):  # 3.10: asyncio.run takes no loop factory
-        def new_event_loop(self):
-            if loop_factory is asyncio.new_event_loop:  # which asks this policy
-                return super().new_event_loop()
-            return loop_factory()
-
-    old = asyncio.get_event_loop_policy()
-    asyncio.set_event_loop_policy(Policy())
-    try:
-        return asyncio.run(main())
-    finally:
-        asyncio.set_event_loop_policy(old)
-
-
-@pytest.fixture
-def asyncio_log(caplog):
-    """What asyncio logs (a Task destroyed while pending, an exception never retrieved)."""
-    caplog.set_level(logging.WARNING, logger="asyncio")
-    return caplog
-
-
-def destroyed_pending(caplog) -> list[str]:
-    gc.collect()
-    messages = [record.getMessage() for record in caplog.records]
-    return [message for message in messages if "destroyed but it is pending" in message]
+from support.aio import VirtualTimeLoop, destroyed_pending, run_as_asyncio_run
 
 
 @pytest.mark.parametrize("cap", [1, None])

@@ -15,19 +15,14 @@ import sys
 from datetime import datetime, timezone
 
 import pytest
-from aio_helpers import (  # noqa: F401  (fixtures)
-    VirtualTimeLoop,
-    loop_factory_fixture,
-    make_scheduler_fixture,
-    run,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_aio_lifetime import asyncio_log, destroyed_pending, run_as_asyncio_run  # noqa: F401
 
 from pysched import Cron, Every
 from pysched.aio.series import FireKey
 from pysched.calendar import current_fire
+
+from support.aio import VirtualTimeLoop, destroyed_pending, run, run_as_asyncio_run
 
 W0 = datetime(2026, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
 MINUTE = 60.0
@@ -691,7 +686,7 @@ def test_a_scheduler_left_open_when_its_loop_shuts_down_ends_its_series(make_sch
 
 
 def test_a_series_timer_due_during_the_loops_teardown_starts_nothing(make_scheduler,
-                                                                     asyncio_log):  # noqa: F811
+                                                                     asyncio_log):
     """Another Task's slow clean-up lets the series' timer fire while the loop shuts down."""
     started = []
     events = []

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aio_helpers import loop_factory_fixture, make_scheduler_fixture, run  # noqa: F401
+
+from support.aio import run
 
 
 def between_claim_and_first_step(action):

@@ -14,7 +14,8 @@ import asyncio
 import random
 
 import pytest
-from aio_helpers import LOOPS, make_scheduler_fixture, run  # noqa: F401  (fixtures)
+
+from support.aio import LOOPS, run
 
 # Virtual time: every seed; real loops: a few, their times in milliseconds
 # (what each step sees then varies with the machine; the invariants may not).

@@ -11,27 +11,8 @@ import asyncio
 import threading
 
 import pytest
-from aio_helpers import (  # noqa: F401  (fixtures)
-    loop_factory_fixture,
-    make_scheduler_fixture,
-    run,
-)
 
-
-def in_thread(fn):
-    """What ``fn()`` returned or raised, called on a thread of its own."""
-    outcome = []
-
-    def target():
-        try:
-            outcome.append(("returned", fn()))
-        except BaseException as exc:  # noqa: BLE001 - handed back to the test
-            outcome.append(("raised", exc))
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    return outcome[0]
+from support.aio import in_thread, run
 
 
 def test_a_call_from_another_thread_raises_and_changes_nothing(make_scheduler, loop_factory):

@@ -6,9 +6,10 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from aio_helpers import LOOPS
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_aio.py"
+from support.aio import LOOPS
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_aio.py"
 
 
 def load_bench():

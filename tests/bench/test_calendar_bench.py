@@ -11,7 +11,7 @@ import pytest
 from pysched.bench import calendar_workloads as calendar
 from pysched.bench.calendar_workloads import Jobs, Recording
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_calendar.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_calendar.py"
 
 
 def recording(runs, start):

@@ -7,11 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module
+
+from support.impl import NO_EXTENSIONS, compiled_module
 
 pytestmark = pytest.mark.skipif(NO_EXTENSIONS, reason="compares builds of the core")
 
-SCRIPT = Path(__file__).parent.parent / "benchmarks" / "compare_builds.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_builds.py"
 
 
 def load_script():

@@ -639,7 +639,7 @@ def test_memory_errors_leave_the_core_unchanged():
     # The core grows every array and allocates every object before it changes
     # anything. The pure twin cannot promise that: any Python step may raise
     # MemoryError, and dicts cannot reserve room in advance.
-    from conftest import NO_EXTENSIONS, compiled_module
+    from support.impl import NO_EXTENSIONS, compiled_module
 
     if NO_EXTENSIONS:
         pytest.skip("PYSCHED_NO_EXTENSIONS is set: pure install")
@@ -664,7 +664,7 @@ def test_memory_errors_leave_the_core_unchanged():
 
 
 def test_capacity_zero_allocates_nothing():
-    from conftest import NO_EXTENSIONS, compiled_module
+    from support.impl import NO_EXTENSIONS, compiled_module
 
     if NO_EXTENSIONS:
         pytest.skip("PYSCHED_NO_EXTENSIONS is set: pure install")

@@ -8,12 +8,13 @@ from collections import Counter
 from datetime import datetime, timezone
 
 import pytest
-from calendar_driver import BookDriver, Driver, FakeClocks, ts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysched.calendar import Cron, Every, Series, SeriesHandle
 from pysched.calendar import series as series_module
+
+from support.calendar_driver import BookDriver, Driver, FakeClocks, ts
 
 SPECS = [
     lambda: Cron("*/5 * * * *"),

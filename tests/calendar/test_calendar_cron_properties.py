@@ -5,11 +5,12 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
-from calendar_reference import ZONES, changes, random_expression, zone_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysched.calendar import Cron
+
+from support.calendar_reference import ZONES, changes, random_expression, zone_of
 
 UTC = timezone.utc
 MICRO = timedelta(microseconds=1)

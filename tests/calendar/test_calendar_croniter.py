@@ -13,7 +13,10 @@ import random
 from datetime import timedelta
 
 import pytest
-from calendar_reference import (
+
+from pysched.calendar import Cron
+
+from support.calendar_reference import (
     EXTRA_ZONES,
     UTC,
     ZONES,
@@ -24,8 +27,6 @@ from calendar_reference import (
     reference_next,
     zone_of,
 )
-
-from pysched.calendar import Cron
 
 POLICIES = [(n, a) for n in ("shift", "skip") for a in ("first", "second", "both")]
 

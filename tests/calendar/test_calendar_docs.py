@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pysched.calendar import Cron
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "calendar.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "calendar.md"
 
 
 def _section(text: str, start: str, end: str) -> str:

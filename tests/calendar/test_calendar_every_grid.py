@@ -12,12 +12,13 @@ import subprocess
 import sys
 import textwrap
 
-from calendar_driver import FakeClocks, ts
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pysched.calendar import Series
 from pysched.calendar.every import Every, Grid
+
+from support.calendar_driver import FakeClocks, ts
 
 times = st.floats(min_value=-1e13, max_value=1e13)
 intervals = st.floats(min_value=1e-300, max_value=1e12)

@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
-from pool_helpers import clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import AsyncScheduler, Every
 from pysched.calendar import Reading, read_clocks

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from calendar_driver import Driver, FakeClocks, ts
 
 from pysched.calendar import ClockWatch, Cron, Event, EventHub, Every, Fire, Reading, Series
 from pysched.calendar import series as series_module
+
+from support.calendar_driver import Driver, FakeClocks, ts
 
 HOUR = 3600.0
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from calendar_driver import Driver, FakeClocks, ts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysched.calendar import Cron, Every, Series
+
+from support.calendar_driver import Driver, FakeClocks, ts
 
 TRIGGERS = {
     "cron_minutes": lambda: Cron("*/5 * * * *"),

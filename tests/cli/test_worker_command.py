@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, unique_table, wait_for
 
 from pysched import durable
 from pysched.cli import main
+
+from support.durable import drop_postgres_table, postgres_url, unique_table, wait_for
 
 if sys.platform == "win32":  # pragma: no cover
     pytest.skip("the worker tests send POSIX signals", allow_module_level=True)

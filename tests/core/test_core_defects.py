@@ -12,8 +12,9 @@ import sys
 import weakref
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module
-from core_reentrancy import call_with_action_at_construction, runs_with_user_code_inside
+
+from support.core_reentrancy import call_with_action_at_construction, runs_with_user_code_inside
+from support.impl import NO_EXTENSIONS, compiled_module
 
 
 def noop() -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from pysched._errors import InvalidTransition
+
+from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 
 class _LooseId:

@@ -2,7 +2,7 @@
 
 For each call under test and each finaliser action, the scenario is run with a
 collection at the call's 1st, 2nd, ... tracked allocation, and on the twin also
-with the action at its 1st, 2nd, ... object built (tests/core_reentrancy.py),
+with the action at its 1st, 2nd, ... object built (tests/support/core_reentrancy.py),
 until the call makes no more. The finaliser's action ran inside the call, so
 the outcome must be that of one of the two orders, action then call or call
 then action, as a plain model computes them: the call's result, and the whole
@@ -15,9 +15,10 @@ from __future__ import annotations
 import bisect
 
 import pytest
-from core_reentrancy import runs_with_user_code_inside
-from test_bounded_queue_stateful import Model as QueueModel
-from test_scheduler_stateful import Model as SchedulerModel
+
+from support.core_reentrancy import runs_with_user_code_inside
+from support.queue_model import Model as QueueModel
+from support.scheduler_model import Model as SchedulerModel
 
 IDS = ["a", "b", "c", "d", "n", "r", "z"]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
 
 import pysched._bounded_queue_py as queue_spec
 import pysched._scheduler_py as scheduler_spec
+
+from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 pytestmark = pytest.mark.skipif(NO_EXTENSIONS, reason="compares the compiled core")
 

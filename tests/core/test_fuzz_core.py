@@ -20,14 +20,15 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
 from fuzz.decode import operations, queue_operations
 from fuzz.differential import Divergence, run_differential
 from fuzz.differential_queue import run_queue_differential
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-CORPUS = Path(__file__).parent / "fuzz" / "corpus"
+from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
+
+CORPUS = Path(__file__).resolve().parents[1] / "fuzz" / "corpus"
 
 pytestmark = pytest.mark.skipif(NO_EXTENSIONS, reason="differential: needs the compiled core")
 

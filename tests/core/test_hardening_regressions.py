@@ -16,7 +16,8 @@ that could never run.
 from __future__ import annotations
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module
+
+from support.impl import NO_EXTENSIONS, compiled_module
 
 pytestmark = pytest.mark.skipif(NO_EXTENSIONS, reason="compiled core only")
 

@@ -25,32 +25,18 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
 import time
 import tracemalloc
 import weakref
 
 import pytest
 
+from support.memory import rss
+
 TRACED_SLACK = 64 * 1024
 RSS_SLACK = 2 * 1024 * 1024
 BATCH = 64  # cycles between full drains and reference checks
 SETTLE = 30.0  # guard against a hang of the pool; nothing waits this long when all is well
-
-
-def rss() -> int | None:
-    """Resident set size in bytes, or None where it means nothing.
-
-    None where /proc is absent, and under AddressSanitizer (scripts/sanitize.sh),
-    whose quarantine holds freed memory back by design: there RSS only grows.
-    """
-    if "libasan" in os.environ.get("LD_PRELOAD", ""):
-        return None
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return None
 
 
 class Key:

@@ -9,7 +9,8 @@ the counters that tell how (stale_discarded, rebuilds) are the twin's.
 from __future__ import annotations
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
+
+from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 pytestmark = pytest.mark.skipif(NO_EXTENSIONS, reason="compares the core with the twin")
 

@@ -7,7 +7,7 @@ lines only. Tags name versions from the driver's side: a task's tag changes
 with every replacement, so a run of a superseded or cancelled version shows
 up in the log as a forbidden tag.
 
-Used by tests/test_durable_crash.py and benchmarks/bench_durable.py.
+Used by tests/durable/test_durable_crash.py and benchmarks/bench_durable.py.
 """
 
 from __future__ import annotations

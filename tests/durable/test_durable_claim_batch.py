@@ -10,11 +10,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-import durable_helpers as h
 import pytest
 
 from pysched.durable import DurableScheduler, MemoryStore, NewTask
 from pysched.durable._claiming import AUTO_PREFETCH_MAX, AUTO_WAIT, Claimer
+
+import support.durable as h
 
 
 class Clock:

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, restart_postgres, unique_table
 
-sys.path.insert(0, str(Path(__file__).with_name("durable")))
+from support.durable import drop_postgres_table, postgres_url, restart_postgres, unique_table
+
+sys.path.insert(0, str(Path(__file__).parent))  # the worker scripts beside this file
 import harness  # noqa: E402
 
 if sys.platform == "win32":  # pragma: no cover

@@ -7,11 +7,12 @@ import datetime
 import threading
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched.durable import DurableScheduler, NewTask, Retry, TaskRegistry
+
+import support.durable as h
+from support.durable import open_spec
 
 ARGS = '{"args":[],"kwargs":{}}'
 FLAKY: dict[str, int] = {}  # task id -> failures still to raise
@@ -42,7 +43,7 @@ def no_flaky_failures_left() -> None:
 
 
 @pytest.fixture
-def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
+def make(store_spec: dict[str, Any]) -> Any:
     yield from h.schedulers(store_spec)
 
 def test_a_rolling_deploy_loses_nothing_to_error(make: Any) -> None:
@@ -144,7 +145,7 @@ def test_schedule_at_an_aware_datetime(make: Any) -> None:
     assert s.row("naive") is None
 
 
-def test_retention_prunes_finished_rows_in_batches(store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_retention_prunes_finished_rows_in_batches(store_spec: dict[str, Any]) -> None:
     store = open_spec(store_spec)
     store.schedule([NewTask(f"t{i}", 0.0, 0, "note", ARGS) for i in range(25)]
                    + [NewTask("waiting", 0.0, 0, "note", ARGS)])
@@ -161,7 +162,7 @@ def test_retention_prunes_finished_rows_in_batches(store_spec: dict[str, Any]) -
 
 
 def test_a_table_made_by_an_older_version_gains_the_new_columns(
-        store_spec: dict[str, Any]) -> None:  # noqa: F811
+        store_spec: dict[str, Any]) -> None:
     if store_spec["kind"] == "memory":
         pytest.skip("a memory store has no table to migrate")
     old = ("task_id TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL,"
@@ -230,7 +231,7 @@ def test_retry_policies_and_fleet_arguments_are_checked() -> None:
 
 
 def test_a_retry_of_a_task_scheduled_elsewhere_runs_without_waiting_for_a_resync(
-        make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+        make: Any, store_spec: dict[str, Any]) -> None:
     """No Future here watches it, and a store does not notify a writer of its own
     writes: the worker must put its retry back on its heap itself."""
     if store_spec["kind"] == "memory":

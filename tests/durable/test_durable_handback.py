@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import store_spec  # noqa: F401 - a fixture
 
 import pysched
 from pysched import ThreadPoolScheduler
 from pysched.durable import Retry, TaskRegistry
+
+import support.durable as h
 
 HANG_GUARD = 30.0
 
@@ -46,7 +46,7 @@ def registry() -> TaskRegistry:
 
 
 @pytest.fixture
-def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
+def make(store_spec: dict[str, Any]) -> Any:
     yield from h.schedulers(store_spec)
 
 

@@ -2,7 +2,7 @@
 refusal and nothing else. Nothing it names runs, the other rows keep being claimed and
 run, no thread of the worker dies or spins, and the hostile row is not retried forever.
 
-Rows are written with SQL (``durable_helpers.put_raw``) on each store; PostgreSQL where
+Rows are written with SQL (``support.durable.put_raw``) on each store; PostgreSQL where
 ``PYSCHED_TEST_POSTGRES_URL`` names a server.
 """
 
@@ -14,15 +14,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import durable_helpers as h
 import pytest
-import test_durable_series as series
-from durable_helpers import store_spec  # noqa: F401 - a fixture
-from test_durable_series import store  # noqa: F401 - a fixture: a store, RAN cleared
 
 from pysched import Cron, Every
 from pysched.durable import DurableScheduler, PostgresStore, Retry, TaskRegistry
 from pysched.durable._series_spec import Policies, encode_spec
+
+import support.durable as h
+import support.durable_series as series
 
 DEEP = "[" * 100_000  # JSON nested far beyond the interpreter's recursion limit
 ARGS = '{"args":[],"kwargs":{}}'
@@ -45,7 +44,7 @@ def registry() -> TaskRegistry:
 
 
 @pytest.fixture
-def make(store_spec: dict[str, Any]) -> Iterator[Any]:  # noqa: F811 - the fixture above
+def make(store_spec: dict[str, Any]) -> Iterator[Any]:
     TRIED.clear()
     yield from h.schedulers(store_spec)
 
@@ -64,7 +63,7 @@ def run_good_rows(s: Any, n: int = 5) -> None:
 @pytest.mark.parametrize("args", [DEEP, '{"args":' + DEEP, '{"args":[' + "[" * 50_000 + "1"
                                   + "]" * 50_000 + '],"kwargs":{}}'])
 def test_args_nested_too_deeply_are_a_logged_refusal_in_error(
-        make: Any, store_spec: dict[str, Any], args: str,  # noqa: F811
+        make: Any, store_spec: dict[str, Any], args: str,
         caplog: pytest.LogCaptureFixture) -> None:
     """json.loads raises RecursionError, not ValueError, on deep nesting: such a row
     ended 'failed' with "interrupted by a BaseException", unlogged, as if the task had
@@ -86,7 +85,7 @@ def test_args_nested_too_deeply_are_a_logged_refusal_in_error(
                          ids=["negative", "minus-one", "int32-max"])
 @pytest.mark.parametrize("ref", ["note", "always-fails"])
 def test_a_row_whose_attempts_are_out_of_range_is_refused_and_the_rest_run(
-        make: Any, store_spec: dict[str, Any], attempts: int, ref: str,  # noqa: F811
+        make: Any, store_spec: dict[str, Any], attempts: int, ref: str,
         caplog: pytest.LogCaptureFixture) -> None:
     """On PostgreSQL (an integer column) a due row at INT32_MAX attempts made every claim
     fail ("integer out of range"), so no worker claimed anything; a negative count
@@ -107,7 +106,7 @@ def test_a_row_whose_attempts_are_out_of_range_is_refused_and_the_rest_run(
 @pytest.mark.parametrize(("attempts", "state", "tries"), [(INT64_MAX, "error", 0),
                                                       ("many", "failed", 3)])
 def test_sqlite_attempts_that_are_not_a_count_are_refused_or_counted_afresh(
-        make: Any, store_spec: dict[str, Any], attempts: Any, state: str,  # noqa: F811
+        make: Any, store_spec: dict[str, Any], attempts: Any, state: str,
         tries: int) -> None:
     """SQLite keeps any value in an integer column: INT64_MAX + 1 became a float count,
     which ran (its retry policy ignored); text plus one is 1, a first try, so the policy's
@@ -125,7 +124,7 @@ def test_sqlite_attempts_that_are_not_a_count_are_refused_or_counted_afresh(
 
 
 def test_sqlite_rows_no_id_can_name_are_refused_once_not_at_every_re_read(
-        make: Any, store_spec: dict[str, Any],  # noqa: F811
+        make: Any, store_spec: dict[str, Any],
         caplog: pytest.LogCaptureFixture) -> None:
     """A row that no claim takes (its run_at is not a time) and whose task_id names no
     row (NULL, or bytes that are not UTF-8) cannot be marked error by its id: its refusal
@@ -156,7 +155,7 @@ def _absurd_leases(kind: str) -> list[Any]:
 
 
 def test_a_pending_row_under_an_absurd_lease_is_repaired_not_blocked_forever(
-        make: Any, store_spec: dict[str, Any],  # noqa: F811
+        make: Any, store_spec: dict[str, Any],
         caplog: pytest.LogCaptureFixture) -> None:
     """A pending row whose lease expires absurdly far ahead (or never, or is not a time)
     waited for it forever: it was never claimed, and repair looked only at running rows.
@@ -224,7 +223,7 @@ def _only_the_good_series_runs(table: Any, clocks: Any, caplog: pytest.LogCaptur
     (_every_spec(seconds=1e-7), ARGS, "period"),
 ], ids=["deep-spec", "deep-args", "every-1e-300", "every-1e-7"])
 def test_a_hostile_series_row_is_refused_and_the_other_series_run(
-        store: Any, spec: str | None, args: str, why: str,  # noqa: F811
+        store: Any, spec: str | None, args: str, why: str,
         caplog: pytest.LogCaptureFixture) -> None:
     """A spec or args nested too deeply raised RecursionError out of the re-read, so no
     series after it was adopted; an Every whose period is below the resolution of wall
@@ -239,7 +238,7 @@ def test_a_hostile_series_row_is_refused_and_the_other_series_run(
 
 
 def test_schedule_recurring_refuses_an_every_finer_than_a_store_can_keep(
-        store: Any) -> None:  # noqa: F811
+        store: Any) -> None:
     with DurableScheduler(store, registry=series.REGISTRY, max_workers=0) as sched:
         with pytest.raises(ValueError, match="trigger"):
             sched.schedule_recurring("s", Every(1e-7), 0, series.tick, args=["x"])
@@ -255,7 +254,7 @@ def test_schedule_recurring_refuses_an_every_finer_than_a_store_can_keep(
     ("state", "'zombie'", Every(1.0)),
 ], ids=["created-1e300", "created-minus-1e300", "floor-1e300", "floor-minus-1e300", "state"])
 def test_a_series_row_with_impossible_fields_is_refused_and_the_other_series_run(
-        store: Any, store_spec: dict[str, Any], column: str, value: Any,  # noqa: F811
+        store: Any, store_spec: dict[str, Any], column: str, value: Any,
         trigger: Any, caplog: pytest.LogCaptureFixture) -> None:
     """A wall instant beyond any date (created, or the floor that pruning raises) made the
     re-read raise OverflowError, so no series after it was adopted, or made an Every count
@@ -273,7 +272,7 @@ def test_a_series_row_with_impossible_fields_is_refused_and_the_other_series_run
 
 @pytest.mark.parametrize("attempts", [INT32_MAX, -(2**31), 0, "many", INT64_MAX])
 def test_an_expired_fire_time_whose_attempts_are_not_a_count_is_refused_not_a_stall(
-        store: Any, store_spec: dict[str, Any], attempts: Any,  # noqa: F811
+        store: Any, store_spec: dict[str, Any], attempts: Any,
         caplog: pytest.LogCaptureFixture) -> None:
     """Taking over expired fire times counts attempts + 1: at PostgreSQL's integer limit
     that overflowed, and SQLite text made it raise in Python, failing the takeover of

@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched import durable
 from pysched.durable import Claim, DurableScheduler, MemoryStore, NewTask, Outcome, current_task
 from pysched.durable.store import batch_prefix
+
+import support.durable as h
+from support.durable import open_spec
 
 ARGS = '{"args":[],"kwargs":{}}'
 LEASE = 1000.0  # fake seconds; the heartbeat thread's real-time beat never comes in a test
@@ -192,7 +193,7 @@ def test_a_run_that_outlives_its_lease_learns_it_and_its_outcome_is_fenced_off(
 
 
 def test_a_late_finish_never_overwrites_the_run_that_took_over(
-        store_spec: dict[str, Any]) -> None:  # noqa: F811
+        store_spec: dict[str, Any]) -> None:
     """Finishing is fenced by the claim's token on every store: a worker whose lease
     lapsed records nothing, whether the row was taken over and finished, taken over
     and running, or only released (then it runs again: at-least-once)."""
@@ -218,7 +219,7 @@ def test_a_late_finish_never_overwrites_the_run_that_took_over(
         store.close()
 
 
-def test_release_batch_hands_back_only_that_batch_unrun(store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_release_batch_hands_back_only_that_batch_unrun(store_spec: dict[str, Any]) -> None:
     store = open_spec(store_spec)
     try:
         store.schedule([NewTask(i, 100.0, 0, "note", ARGS) for i in ("a", "b", "c", "d")])
@@ -242,7 +243,7 @@ def test_release_batch_hands_back_only_that_batch_unrun(store_spec: dict[str, An
 
 
 def test_a_claim_that_fails_after_leasing_releases_its_rows_at_once(
-        store_spec: dict[str, Any]) -> None:  # noqa: F811
+        store_spec: dict[str, Any]) -> None:
     """The database leased the rows, then the claim raised (its answer lost or unreadable):
     the claimer releases that batch instead of leaving it to a lease that never ends here."""
     h.reset()

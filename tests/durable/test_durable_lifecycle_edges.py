@@ -14,24 +14,20 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import store_spec  # noqa: F401 - a fixture
-from test_durable_postgres import (
-    ROLE,
-    pg,  # noqa: F401 - a fixture
-    terminate_worker_sessions,
-)
 
 from pysched import SchedulerClosed, durable
 from pysched.calendar import Every
 from pysched.durable import DurableScheduler, PostgresStore, SQLiteStore
 
+import support.durable as h
+from support.durable import ROLE, terminate_worker_sessions
+
 HANG_GUARD = 30.0
 
 
 @pytest.fixture
-def make(store_spec: dict[str, Any]) -> Iterator[Callable[..., DurableScheduler]]:  # noqa: F811
+def make(store_spec: dict[str, Any]) -> Iterator[Callable[..., DurableScheduler]]:
     yield from h.schedulers(store_spec)
 
 
@@ -233,7 +229,7 @@ def test_an_outcome_write_refused_by_a_locked_sqlite_file_is_stored_once_later(
 
 
 def test_close_while_postgresql_refuses_the_worker_returns_then_finishes_once_it_is_back(
-        pg: dict[str, Any]) -> None:  # noqa: F811
+        pg: dict[str, Any]) -> None:
     """close() while the database refuses every connection, with one run in flight and
     one claim waiting for a worker: close(timeout) returns False (closing) instead of
     hanging; once the database is back, a second close() finishes: the run's outcome is
@@ -294,7 +290,7 @@ def backends_waiting_on_a_lock(admin: Any, query_part: str) -> list[int]:
 
 @pytest.mark.parametrize("interruption", ["terminated", "timed out"])
 def test_an_outcome_write_cut_off_mid_statement_is_stored_once_later(
-        pg: dict[str, Any], interruption: str,  # noqa: F811
+        pg: dict[str, Any], interruption: str,
         outcome_failures: LogWatch) -> None:
     """The outcome write is sent and blocks on a row lock another session holds; then
     its backend is terminated (pg_terminate_backend), or its statement times out
@@ -337,7 +333,7 @@ def test_an_outcome_write_cut_off_mid_statement_is_stored_once_later(
 
 
 def test_a_claim_cut_off_mid_statement_is_tried_again_and_runs_the_task_once(
-        pg: dict[str, Any]) -> None:  # noqa: F811
+        pg: dict[str, Any]) -> None:
     """The claim statement is sent and blocks on a table lock another session holds;
     its backend is terminated: the claim committed nothing, the claimer logs it, backs
     off and claims again on a new connection once the lock is gone, and the task runs

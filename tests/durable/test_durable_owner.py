@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import store_spec  # noqa: F401 - a fixture
+
+import support.durable as h
 
 HANG_GUARD = 30.0
 # A heartbeat of 10 s: the first scheduler's claim counts as renewed for the whole test.
@@ -16,7 +16,7 @@ LEASE, BEAT = 30.0, 10.0
 
 
 @pytest.fixture
-def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
+def make(store_spec: dict[str, Any]) -> Any:
     yield from h.schedulers(store_spec)
 
 

@@ -8,45 +8,16 @@ lifted, as during a restart.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import durable_helpers as h
 import pytest
 
 from pysched.durable import DurableScheduler, NewTask, Outcome, PostgresStore
 
+import support.durable as h
+from support.durable import ROLE, terminate_worker_sessions
+
 ARGS = '{"args":[],"kwargs":{}}'
-ROLE = "pysched_test_worker"
-
-
-@pytest.fixture
-def pg() -> Iterator[dict[str, Any]]:
-    import psycopg
-
-    url = h.postgres_url()
-    table = h.unique_table()
-    admin = psycopg.connect(url, autocommit=True)
-    if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone() is None:
-        admin.execute(f"CREATE ROLE {ROLE} LOGIN")
-    admin.execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
-    admin.execute(f"GRANT CREATE, USAGE ON SCHEMA public TO {ROLE}")
-    scheme, rest = url.split("://", 1)
-    worker_url = f"{scheme}://{ROLE}@{rest.split('@', 1)[-1]}"
-    h.reset()
-    yield {"url": url, "worker_url": worker_url, "table": table, "admin": admin}
-    admin.execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT -1")
-    h.drop_postgres_table(url, table)
-    admin.close()
-
-
-def terminate_worker_sessions(admin: Any) -> int:
-    # With a timeout, pg_terminate_backend returns once the sessions have ended.
-    rows = admin.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
-                         " WHERE usename = %s", (ROLE,)).fetchall()
-    return len(rows)
-
-
 def test_a_worker_survives_its_sessions_being_terminated(pg: dict[str, Any]) -> None:
     """pg_terminate_backend on every session of the worker, twice: it reconnects,
     listens again, and runs what is scheduled afterwards, by itself and by others."""

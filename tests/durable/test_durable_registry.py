@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import durable_helpers as h
 import pytest
 
 from pysched.durable import NotDurable, TaskRegistry, UnknownTask
 from pysched.durable.store import decode_args, encode_args
+
+import support.durable as h
 
 
 def plain(x: int) -> int:
@@ -35,23 +36,23 @@ def test_unregistered_functions_need_an_allowed_module() -> None:
     with pytest.raises(NotDurable, match="not in allowed_modules"):
         closed.reference(h.module_level_function)
     with pytest.raises(UnknownTask, match="not in allowed_modules"):
-        closed.resolve("durable_helpers:module_level_function")
-    opened = TaskRegistry(allowed_modules=["durable_helpers"])
+        closed.resolve("support.durable:module_level_function")
+    opened = TaskRegistry(allowed_modules=["support.durable"])
     ref = opened.reference(h.module_level_function)
-    assert ref == "durable_helpers:module_level_function"
+    assert ref == "support.durable:module_level_function"
     assert opened.resolve(ref)(4) == 8
-    assert not opened._module_allowed("durable_helpers_evil")  # a prefix is not a package
+    assert not opened._module_allowed("support.durable_evil")  # a prefix is not a package
 
 
 @pytest.mark.parametrize("ref, message", [
     ("os:system", "not in allowed_modules"),  # a hostile row: importable, never allowed
     ("nothing-here", "not registered"),
-    ("durable_helpers:missing", "has no attribute"),
-    ("durable_helpers:CALLS", "names a list"),
+    ("support.durable:missing", "has no attribute"),
+    ("support.durable:CALLS", "names a list"),
     ("no_such_module_zz:f", "No module named"),
 ])
 def test_resolve_refuses_with_the_reason(ref: str, message: str) -> None:
-    registry = TaskRegistry(allowed_modules=["durable_helpers", "no_such_module_zz"])
+    registry = TaskRegistry(allowed_modules=["support.durable", "no_such_module_zz"])
     with pytest.raises(UnknownTask, match=message):
         registry.resolve(ref)
     with pytest.raises(UnknownTask, match="must be a str"):
@@ -59,7 +60,7 @@ def test_resolve_refuses_with_the_reason(ref: str, message: str) -> None:
 
 
 def test_what_cannot_be_found_after_a_restart_is_refused() -> None:
-    registry = TaskRegistry(allowed_modules=["durable_helpers", "builtins"])
+    registry = TaskRegistry(allowed_modules=["support.durable", "builtins"])
 
     def nested() -> None:
         pass
@@ -90,29 +91,29 @@ def test_args_are_json_and_come_back_as_lists() -> None:
 
 
 @pytest.mark.parametrize("ref", [
-    "durable_helpers:os.system",  # a builtin of another module, through an import
-    "durable_helpers:subprocess.os.system",  # the same, two modules deep
-    "durable_helpers:subprocess.run",  # a Python function of another module
-    "durable_helpers:pytest.fail",
-    "durable_helpers:alias_of_module_level_function",  # defined here, but under another name
-    "durable_helpers:lambda_here",
-    "durable_helpers:Holder",  # a class
-    "durable_helpers:EVENTS.clear",  # a bound builtin method
-    "durable_helpers:threading.Event",
-    "durable_helpers:print",  # not an attribute, but guard the builtins too
+    "support.durable:os.system",  # a builtin of another module, through an import
+    "support.durable:subprocess.os.system",  # the same, two modules deep
+    "support.durable:subprocess.run",  # a Python function of another module
+    "support.durable:pytest.fail",
+    "support.durable:alias_of_module_level_function",  # defined here, but under another name
+    "support.durable:lambda_here",
+    "support.durable:Holder",  # a class
+    "support.durable:EVENTS.clear",  # a bound builtin method
+    "support.durable:threading.Event",
+    "support.durable:print",  # not an attribute, but guard the builtins too
 ])
 def test_only_functions_defined_as_the_reference_resolve(ref: str) -> None:
     """A row writer must not reach beyond what the allowed module itself defines."""
-    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    registry = TaskRegistry(allowed_modules=["support.durable"])
     with pytest.raises(UnknownTask, match="refused|has no attribute"):
         registry.resolve(ref)
-    assert registry.resolve("durable_helpers:module_level_function") is h.module_level_function
-    assert registry.resolve("durable_helpers:Holder.method") is h.Holder.method
+    assert registry.resolve("support.durable:module_level_function") is h.module_level_function
+    assert registry.resolve("support.durable:Holder.method") is h.Holder.method
 
 
 def test_an_alias_is_not_a_reference() -> None:
-    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    registry = TaskRegistry(allowed_modules=["support.durable"])
     assert registry.reference(h.alias_of_module_level_function) == (
-        "durable_helpers:module_level_function")  # its own name, never the alias
+        "support.durable:module_level_function")  # its own name, never the alias
     with pytest.raises(NotDurable):
         registry.reference(h.lambda_here)

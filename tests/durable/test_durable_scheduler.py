@@ -1,6 +1,6 @@
 """DurableScheduler on each store: runs, replacement, cancel, close, restart, hostile rows.
 
-Tasks are the registered ones in durable_helpers; tests wait on Futures and
+Tasks are the registered ones in support.durable; tests wait on Futures and
 events with generous hang guards and assert outcomes, never durations.
 """
 
@@ -11,19 +11,19 @@ import math
 import threading
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import open_spec, store_spec  # noqa: F401 - store_spec is a fixture
 
 from pysched import SchedulerClosed
 from pysched.durable import DurableScheduler, MemoryStore, NewTask, NotDurable, TaskRegistry
+
+import support.durable as h
 
 ARGS = '{"args":[],"kwargs":{}}'
 
 
 
 @pytest.fixture
-def make(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
+def make(store_spec: dict[str, Any]) -> Any:
     yield from h.schedulers(store_spec)
 
 def test_runs_with_args_and_reports_results_and_errors(make: Any) -> None:
@@ -171,7 +171,7 @@ def test_a_restart_under_the_same_owner_reclaims_its_leases_at_once(make: Any) -
     crashed.close()
     crashed.store.schedule([NewTask("a", 0.0, 0, "note", ARGS)])
     # The "crashed" run: 5 s left of a 30 s lease, so last renewed two heartbeats ago
-    # and more (one renewed since may be a live process's: tests/test_durable_owner.py).
+    # and more (one renewed since may be a live process's: tests/durable/test_durable_owner.py).
     (claim,) = crashed.store.claim(1e9, 1, "node-1", 5.0)
     s = make(owner="node-1", lease=30.0)
     h.wait_for(lambda: s.row("a")["state"] == "completed", what="the re-run")
@@ -186,12 +186,12 @@ def test_another_owner_takes_over_an_expired_lease(make: Any) -> None:
     assert s.row("a")["attempts"] == 2
 
 
-def test_hostile_rows_get_an_error_and_the_rest_run(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
-    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+def test_hostile_rows_get_an_error_and_the_rest_run(make: Any, store_spec: dict[str, Any]) -> None:
+    registry = TaskRegistry(allowed_modules=["support.durable"])
     registry.register(h.note, "note")
     s = make(registry=registry, resync_interval=0.05, stale_after=0.01)
     rows = {"badjson": ("note", "{not json", 1), "badshape": ("note", '[1, 2]', 1),
-            "future": ("note", ARGS, 2), "missing": ("durable_helpers:missing", ARGS, 1)}
+            "future": ("note", ARGS, 2), "missing": ("support.durable:missing", ARGS, 1)}
     # Names this worker does not serve are left for one that does, never run or marked.
     unserved = {"unknown": ("no-such-task", ARGS, 1),
                 "imports": ("os:system", json.dumps({"args": ["true"], "kwargs": {}}), 1)}
@@ -212,7 +212,7 @@ def test_hostile_rows_get_an_error_and_the_rest_run(make: Any, store_spec: dict[
 
 
 def test_rows_with_impossible_fields_are_marked_at_sync(
-        make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+        make: Any, store_spec: dict[str, Any]) -> None:
     if store_spec["kind"] == "postgres":
         pytest.skip("PostgreSQL's column types refuse these values at insert")
     s = make(resync_interval=0.05)  # the memory store has no other way to see a raw write
@@ -226,7 +226,7 @@ def test_rows_with_impossible_fields_are_marked_at_sync(
     assert "run_at 'soon' is not a finite time" in s.row("textrun")["error"]
 
 
-def test_schedules_from_another_scheduler_are_seen(make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_schedules_from_another_scheduler_are_seen(make: Any, store_spec: dict[str, Any]) -> None:
     """Two schedulers on the same data: the client's schedule and cancel reach the worker."""
     if store_spec["kind"] == "memory":
         pytest.skip("a memory store is one process's")
@@ -244,7 +244,7 @@ def test_schedules_from_another_scheduler_are_seen(make: Any, store_spec: dict[s
 
 
 def test_three_schedulers_share_one_schedule_without_duplicates(
-        make: Any, store_spec: dict[str, Any]) -> None:  # noqa: F811
+        make: Any, store_spec: dict[str, Any]) -> None:
     if store_spec["kind"] == "memory":
         pytest.skip("a memory store is one process's")
     nodes = [make(max_workers=2, prefetch=4) for _ in range(3)]
@@ -269,18 +269,18 @@ def test_cancel_sets_the_pool_token_of_a_running_task(make: Any) -> None:
 
 
 def test_a_reference_through_an_allowed_module_is_refused_and_logged(
-        make: Any, store_spec: dict[str, Any], tmp_path: Any,  # noqa: F811
+        make: Any, store_spec: dict[str, Any], tmp_path: Any,
         caplog: pytest.LogCaptureFixture) -> None:
     """``myapp:os.system`` must not run a shell command because myapp imports os."""
-    registry = TaskRegistry(allowed_modules=["durable_helpers"])
+    registry = TaskRegistry(allowed_modules=["support.durable"])
     registry.register(h.note, "note")
     s = make(registry=registry)
     marker = tmp_path / "ran"
     shell = json.dumps({"args": [f"touch {marker}"], "kwargs": {}})
-    rows = {"chain": "durable_helpers:os.system",
-            "deeper": "durable_helpers:subprocess.os.system",
-            "class": "durable_helpers:Holder",
-            "alias": "durable_helpers:alias_of_module_level_function"}
+    rows = {"chain": "support.durable:os.system",
+            "deeper": "support.durable:subprocess.os.system",
+            "class": "support.durable:Holder",
+            "alias": "support.durable:alias_of_module_level_function"}
     with caplog.at_level("ERROR", logger="pysched.durable"):
         for task_id, ref in rows.items():
             h.put_raw(s.store, store_spec, task_id=task_id, ref=ref, args=shell)
@@ -385,7 +385,7 @@ def test_a_slow_full_read_never_delays_the_heartbeat() -> None:
 
 
 def test_a_worker_repairs_rows_running_without_a_lease_and_reports_unknown_states(
-        make: Any, store_spec: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+        make: Any, store_spec: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
     s = make(resync_interval=0.05)
     with caplog.at_level("WARNING", logger="pysched.durable"):
         h.put_raw(s.store, store_spec, task_id="orphan", state="running")

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Iterator
 from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import store_spec  # noqa: F401 - a fixture
 
 from pysched import Cron, Every
 from pysched.calendar import Reading
-from pysched.durable import DurableScheduler, NotDurable, TaskRegistry, current_task
+from pysched.durable import DurableScheduler, NotDurable, TaskRegistry
 from pysched.durable._series import SeriesDriver
 from pysched.durable._series_spec import Policies, encode_spec
 from pysched.durable.series_table import (
@@ -32,101 +29,20 @@ from pysched.durable.series_table import (
     SeriesTable,
 )
 
-T0 = 1_800_000_000.0  # a whole second, wall time
-RAN: list[tuple[str, float, int]] = []
-
-
-def tick(label: str) -> None:
-    task = current_task()
-    assert task is not None
-    RAN.append((label, task.run_at, task.attempt))
-
-
-def boom() -> None:
-    raise RuntimeError("boom")
-
-
-TRUSTED = 10.0  # seconds a claim's lease is trusted here after it was sent
-
-
-class Clocks:
-    """A wall and a monotonic clock that move together unless told otherwise."""
-
-    def __init__(self) -> None:
-        self.wall = T0
-        self.mono = 100.0
-
-    def read(self) -> Reading:
-        return Reading(self.wall, self.mono)
-
-    def advance(self, seconds: float) -> None:
-        self.wall += seconds
-        self.mono += seconds
-
-    def clock(self) -> float:
-        return self.mono
-
-    def live_until(self, sent: float) -> float:
-        """A claim's local deadline: its lease is trusted for TRUSTED seconds after it was sent."""
-        return sent + TRUSTED
-
-    def lease_rule(self) -> dict[str, Any]:
-        return {"clock": self.clock, "live_until": self.live_until}
-
-
-STALLED: list[Any] = []  # (store, driver) for stall_mid_run
-
-
-def stall_mid_run(label: str) -> None:
-    """A first run whose process stalls past its lease, then goes on: meanwhile its series
-    thread looks for expired fire times to take over, as it does after a stall."""
-    store, here = STALLED
-    running = current_task()
-    assert running is not None
-    RAN.append((label, running.run_at, running.attempt))
-    if running.attempt == 1:
-        h.wait_for(lambda: _expired(store, 1, running.run_at), what="the lease to expire")
-        here.rerun_expired()
-
-
-REGISTRY = TaskRegistry()
-REGISTRY.register(tick, "series-tick")
-REGISTRY.register(boom, "series-boom")
-REGISTRY.register(stall_mid_run, "series-stall")
-
-
-@pytest.fixture
-def store(store_spec: dict[str, Any]) -> Iterator[Any]:  # noqa: F811 - the fixture above
-    RAN.clear()
-    if store_spec["kind"] == "memory":
-        yield store_spec["store"]
-        return
-    opened = h.open_spec(store_spec)
-    yield opened
-    opened.close()
-
-
-def driver(table: SeriesTable, clocks: Clocks, owner: str, lease: float = 30.0) -> SeriesDriver:
-    return SeriesDriver(table, owner=owner, registry=REGISTRY, served=lambda ref, queue: True,
-                        read=clocks.read, **clocks.lease_rule(), lease=lease,
-                        start=lambda job, priority: job())
-
-
-def put(table: SeriesTable, trigger: Any, ref: str = "series-tick", label: str = "a",
-        series_id: str = "s", **policies: Any) -> int:
-    spec = encode_spec(trigger, Policies(**{"misfire_grace": 1.0, "catch_up": "latest",
-                                            "overlap": "skip", "on_error": "continue",
-                                            "max_catch_up": 100, **policies}), T0)
-    return table.put(series_id, spec, ref, f'{{"args":["{label}"],"kwargs":{{}}}}', 0,
-                     "default", T0)
-
-
-def step(drivers: list[SeriesDriver], clocks: Clocks, seconds: float = 1.0) -> None:
-    clocks.advance(seconds)
-    for d in drivers:
-        d.sync()
-    for d in drivers:
-        d.tick()
+import support.durable as h
+from support.durable_series import (
+    RAN,
+    REGISTRY,
+    STALLED,
+    T0,
+    TRUSTED,
+    Clocks,
+    driver,
+    lease_expired,
+    put,
+    step,
+    tick,
+)
 
 
 def test_two_schedulers_on_one_store_run_each_fire_time_once(store: Any) -> None:
@@ -183,20 +99,13 @@ def test_an_expired_lease_hands_the_fire_time_to_one_other_process(store: Any) -
     lost = table.claim("s", generation, T0 + 1, "dead", 0.001)
     assert lost is not None
     assert table.reclaim("live", 30.0, ["other-series"]) == []  # not served: left alone
-    h.wait_for(lambda: _expired(store, generation), what="the lease to expire")
+    h.wait_for(lambda: lease_expired(store, generation), what="the lease to expire")
     [again] = table.reclaim("live", 30.0, ["s"])
     assert (again.fire_time, again.attempts) == (T0 + 1, 2)
     assert table.reclaim("third", 30.0, ["s"]) == []  # a live lease: never two at once
     assert not table.finish(lost, failed=False)  # the dead run's late end is not recorded
     assert table.finish(again, failed=False)
     assert table.reclaim("third", 0.001, ["s"]) == []
-
-
-def _expired(store: Any, generation: int, fire: float = T0 + 1) -> bool:
-    """Whether the lease on fire time ``fire`` has expired on the store's clock."""
-    row = store.series_table().fire("s", generation, fire)
-    assert row is not None
-    return bool(store.now() > row["lease_expires"])
 
 
 def test_a_heartbeat_keeps_a_running_fire_time_from_being_taken(store: Any) -> None:
@@ -217,7 +126,7 @@ def died_holding(store: Any, *fires: float) -> int:
     generation: int = table.rows()[0].generation
     for fire in fires:
         assert table.claim("s", generation, fire, "dead", 0.001) is not None
-    h.wait_for(lambda: all(_expired(store, generation, f) for f in fires),
+    h.wait_for(lambda: all(lease_expired(store, generation, f) for f in fires),
                what="the leases to expire")
     return generation
 

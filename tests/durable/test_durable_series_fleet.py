@@ -26,14 +26,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import durable_helpers as h
 import pytest
 
 from pysched import Every
 from pysched.durable import DurableScheduler
 
+import support.durable as h
+
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE / "durable"))
+sys.path.insert(0, str(HERE))  # the worker scripts beside this file
 
 import series_worker  # noqa: E402 - registers "series-record"
 
@@ -41,7 +42,7 @@ LEASE = 3.0  # seconds: a starved but live worker must not lose its lease
 
 
 def start_worker(target: str, table: str, out: Path, run: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, str(HERE / "durable" / "series_worker.py"), target,
+    proc = subprocess.Popen([sys.executable, str(HERE / "series_worker.py"), target,
                              table, str(out), "--lease", str(LEASE), "--run", str(run)],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None

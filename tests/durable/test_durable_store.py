@@ -11,11 +11,12 @@ import threading
 from typing import Any
 
 import pytest
-from durable_helpers import open_spec, put_raw, store_spec  # noqa: F401 - store_spec is a fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pysched.durable import NewTask, Outcome, Store, TaskRegistry
+
+from support.durable import open_spec, put_raw
 
 LIVE, EXPIRED = 3600.0, -1.0
 ARGS = '{"args":[],"kwargs":{}}'
@@ -26,7 +27,7 @@ def new(task_id: str, run_at: float = 100.0, priority: int = 0) -> NewTask:
 
 
 @pytest.fixture
-def store(store_spec: dict[str, Any]) -> Any:  # noqa: F811 - the fixture above
+def store(store_spec: dict[str, Any]) -> Any:
     s = open_spec(store_spec)
     yield s
     s.close()
@@ -193,7 +194,7 @@ def test_wall_high_water_only_rises(store: Store) -> None:
     assert store.wall_high_water(12.5) == 12.5
 
 
-def test_concurrent_claimers_take_disjoint_rows(store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_concurrent_claimers_take_disjoint_rows(store_spec: dict[str, Any]) -> None:
     """Four owners, each on its own store object (own connections), claim 400 rows at once."""
     seed = open_spec(store_spec)
     seed.schedule([new(f"t{i}", float(i % 7)) for i in range(400)])
@@ -255,7 +256,7 @@ def test_heartbeat_with_tokens_renews_only_those_claims(store: Store) -> None:
     assert store.get("known")["state"] == "running"
 
 
-def test_a_claim_batch_survives_a_row_with_a_corrupt_seq(store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_a_claim_batch_survives_a_row_with_a_corrupt_seq(store_spec: dict[str, Any]) -> None:
     """The claim commits, then orders its batch: a text seq must not lose the leased batch."""
     if store_spec["kind"] == "postgres":
         pytest.skip("PostgreSQL's bigint column refuses a text seq at insert")
@@ -269,7 +270,7 @@ def test_a_claim_batch_survives_a_row_with_a_corrupt_seq(store_spec: dict[str, A
 
 
 def test_repair_puts_rows_running_without_a_usable_lease_back(
-        store: Store, store_spec: dict[str, Any]) -> None:  # noqa: F811
+        store: Store, store_spec: dict[str, Any]) -> None:
     store.schedule([new("fine")])
     store.claim(1e9, 1, "w", LIVE)
     now = store.now()
@@ -285,7 +286,7 @@ def test_repair_puts_rows_running_without_a_usable_lease_back(
     assert store.repair_leases(86_400.0) == []
 
 
-def test_rows_in_unknown_states_are_reported(store: Store, store_spec: dict[str, Any]) -> None:  # noqa: F811
+def test_rows_in_unknown_states_are_reported(store: Store, store_spec: dict[str, Any]) -> None:
     store.schedule([new("fine")])
     assert store.unknown_states() == []
     put_raw(store, store_spec, task_id="odd", state="zombie")

@@ -6,9 +6,10 @@ import time
 from typing import Any
 
 import pytest
-from durable_helpers import open_spec, store_spec, wait_for  # noqa: F401 - store_spec is a fixture
 
 from pysched.durable import DurableScheduler, MemoryStore, NewTask, Timebase
+
+from support.durable import open_spec, wait_for
 
 ARGS = '{"args":[],"kwargs":{}}'
 
@@ -45,7 +46,7 @@ def test_bad_clocks_are_refused() -> None:
         Timebase(Clock(0.0), lambda: "noon")  # type: ignore[arg-type, return-value]
 
 
-def test_restart_after_the_wall_clock_went_back(store_spec: dict) -> None:  # noqa: F811
+def test_restart_after_the_wall_clock_went_back(store_spec: dict) -> None:
     """The store remembers the latest wall time; a restart whose clock is behind it
     neither delays due work nor pulls future work in. On PostgreSQL the database's
     clock is the reference: a clock 8000 s off is refused and the server's used."""
@@ -72,7 +73,7 @@ def test_restart_after_the_wall_clock_went_back(store_spec: dict) -> None:  # no
             store.close()
 
 
-def _skew_store(store_spec: dict) -> tuple[Any, Clock | None]:  # noqa: F811
+def _skew_store(store_spec: dict) -> tuple[Any, Clock | None]:
     """A store whose clock is a reference: PostgreSQL's server, or a memory store
     standing for one on a fake clock. None for SQLite (its clock is this machine's)."""
     if store_spec["kind"] == "sqlite":
@@ -84,7 +85,7 @@ def _skew_store(store_spec: dict) -> tuple[Any, Clock | None]:  # noqa: F811
 
 
 def test_a_fast_node_cannot_make_an_honest_node_run_work_early(
-        store_spec: dict, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+        store_spec: dict, caplog: pytest.LogCaptureFixture) -> None:
     """A node one hour fast starts and stops; then an honest node starts: work due in
     30 minutes is still 30 minutes away, whether or not the mark was already poisoned."""
     store, _ = _skew_store(store_spec)
@@ -113,7 +114,7 @@ def test_a_fast_node_cannot_make_an_honest_node_run_work_early(
 
 
 def test_a_node_ahead_of_the_database_does_not_raise_the_mark(
-        store_spec: dict, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+        store_spec: dict, caplog: pytest.LogCaptureFixture) -> None:
     """At each resync the mark is raised only while this node's time is within the limit."""
     store, server = _skew_store(store_spec)
     mono = Clock(0.0)

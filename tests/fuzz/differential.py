@@ -9,7 +9,7 @@ agree. Any difference raises ``Divergence``; a crash of the compiled core kills
 the process, which the fuzzer reports as a crash.
 
 Used by tests/fuzz/fuzz_core.py (atheris, coverage-guided) and by
-tests/test_fuzz_core.py (hypothesis, and the saved corpus as regressions).
+tests/core/test_fuzz_core.py (hypothesis, and the saved corpus as regressions).
 """
 
 from __future__ import annotations

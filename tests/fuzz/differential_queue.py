@@ -6,7 +6,7 @@ exception type and message), ``_check()`` must hold on both, and their
 lengths, ``stats()`` and snapshots must agree. Any difference raises
 ``Divergence``.
 
-Used by tests/fuzz/fuzz_queue.py (atheris) and tests/test_fuzz_core.py.
+Used by tests/fuzz/fuzz_queue.py (atheris) and tests/core/test_fuzz_core.py.
 """
 
 from __future__ import annotations

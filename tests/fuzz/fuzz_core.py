@@ -13,7 +13,7 @@ or by hand on the in-place build: ``cd tests && python -m fuzz.fuzz_core
 NEW_CORPUS fuzz/corpus -max_total_time=600 -timeout=10`` (extra arguments go
 to libFuzzer). A failing input is written as ``crash-*``: replay it with
 ``python -m fuzz.fuzz_core crash-...`` and, once fixed, move it into
-fuzz/corpus/ so that tests/test_fuzz_core.py replays it in every run.
+fuzz/corpus/ so that tests/core/test_fuzz_core.py replays it in every run.
 """
 
 from __future__ import annotations

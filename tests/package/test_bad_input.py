@@ -5,7 +5,7 @@ holds work, and checks on the Cython core and on the pure twin: the exception
 type, a fragment of its message (it names the argument), and that nothing
 changed (same stats, size and states before and after). The docs table is
 rendered from CASES and compared with docs/bad-input.md, so the two cannot
-drift; regenerate it with ``python tests/test_bad_input.py > docs/bad-input.md``.
+drift; regenerate it with ``python tests/package/test_bad_input.py > docs/bad-input.md``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 import pysched
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "bad-input.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "bad-input.md"
 FAR = 1e9  # run_at of the work already held: never due during a test
 
 
@@ -337,12 +337,12 @@ def render() -> str:
     lines = [
         "# Bad input: what each public entry point raises",
         "",
-        "Generated from `tests/test_bad_input.py`, which checks every row on the Cython",
+        "Generated from `tests/package/test_bad_input.py`, which checks every row on the Cython",
         "core and on the pure-Python twin: the call raises the exception shown, its",
         "message contains the fragment (which names the argument), and the structure",
         "is left exactly as it was (same stats, size and task states). A test compares",
         "this page with the table, so they cannot drift; regenerate it with",
-        "`python tests/test_bad_input.py > docs/bad-input.md`.",
+        "`python tests/package/test_bad_input.py > docs/bad-input.md`.",
     ]
     for title, cases, _subject in GROUPS:
         lines += ["", f"## {title}", "",
@@ -359,7 +359,7 @@ def render() -> str:
 
 def test_the_docs_table_matches_the_tests():
     assert DOC.read_text(encoding="utf-8") == render(), (
-        "docs/bad-input.md is stale: python tests/test_bad_input.py > docs/bad-input.md")
+        "docs/bad-input.md is stale: python tests/package/test_bad_input.py > docs/bad-input.md")
 
 
 if __name__ == "__main__":

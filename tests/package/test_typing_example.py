@@ -1,4 +1,4 @@
-"""Run the typed user example (tests/typing_example.py) on both implementations.
+"""Run the typed user example (tests/package/typing_example.py) on both implementations.
 
 mypy checks that file's types (scripts/check_wheels.sh); this checks that the
 code those types describe really behaves, on the Cython core and the twin.

@@ -2,7 +2,7 @@
 
 scripts/check_wheels.sh type-checks this file with ``mypy --strict`` against the
 installed wheel (which only works when the wheel ships ``py.typed``), and
-tests/test_typing_example.py runs it on both implementations, so the types it
+tests/package/test_typing_example.py runs it on both implementations, so the types it
 relies on are the ones the package really has.
 
 The two protocols state what this code needs, as a user would. Assigning the

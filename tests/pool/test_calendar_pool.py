@@ -11,10 +11,11 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import Cron, Every, SchedulerFull, ThreadPoolScheduler
 from pysched.calendar import Event, current_fire
+
+from support.pool import WAIT
 
 W0 = datetime(2025, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
 MINUTE = 60.0

@@ -5,7 +5,7 @@ cancel Futures and submit, on the real clock, for PYSCHED_SOAK_SECONDS
 (default 10 per core in the ``slow`` suite; run it for minutes by hand):
 
     PYSCHED_SOAK_SECONDS=300 python -m pytest -m slow -s -o faulthandler_timeout=0 \
-        tests/test_soak.py -k c
+        tests/pool/test_soak.py -k c
 
 Checked all along, without keeping every Future (memory must stay flat):
 - each version runs at most once, and never after its Future was seen done;
@@ -32,11 +32,12 @@ import time
 from collections import deque
 
 import pytest
-from pool_helpers import WAIT, Concurrency, accounted
-from test_leaks import rss
 
 import pysched
 from pysched.threadpool import ThreadPoolScheduler
+
+from support.memory import rss
+from support.pool import WAIT, Concurrency, accounted
 
 SECONDS = float(os.environ.get("PYSCHED_SOAK_SECONDS", "10"))
 PRODUCERS = 8

@@ -11,11 +11,12 @@ import math
 import threading
 
 import pytest
-from pool_helpers import WAIT, Gate, accounted, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 import pysched
 from pysched import SchedulerClosed, SchedulerFull, TaskCancelled, TaskTimeout
 from pysched.threadpool import ThreadPoolScheduler
+
+from support.pool import WAIT, Gate, accounted
 
 
 def test_submit_runs_now_and_returns_a_future(make_pool):

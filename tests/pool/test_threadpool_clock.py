@@ -11,10 +11,11 @@ import random
 import threading
 
 import pytest
-from pool_helpers import WAIT, Concurrency, Gate, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import current_token
 from pysched.testing import FakeClock
+
+from support.pool import WAIT, Concurrency, Gate
 
 
 def test_an_earlier_task_interrupts_the_wait(make_pool, clock):

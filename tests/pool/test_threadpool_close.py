@@ -11,11 +11,12 @@ import textwrap
 import threading
 
 import pytest
-from pool_helpers import WAIT, Gate, accounted, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 import pysched
 from pysched import InvalidTransition, SchedulerClosed
 from pysched._close_state import check_transition
+
+from support.pool import WAIT, Gate, accounted
 
 
 def test_close_cancels_pending_and_waits_for_running(make_pool, clock):

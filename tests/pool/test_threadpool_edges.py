@@ -12,10 +12,11 @@ import gc
 import threading
 
 import pytest
-from pool_helpers import WAIT, Gate, clock_fixture, make_pool_fixture  # noqa: F401
 
 from pysched import current_token
 from pysched.testing import FakeClock
+
+from support.pool import WAIT, Gate
 
 
 class Interrupt(BaseException):

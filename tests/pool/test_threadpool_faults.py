@@ -10,9 +10,10 @@ import logging
 import threading
 
 import pytest
-from pool_helpers import WAIT, Gate, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import TaskTimeout, current_token
+
+from support.pool import WAIT, Gate
 
 
 def test_two_tasks_closing_the_pool_at_once_both_return(make_pool):

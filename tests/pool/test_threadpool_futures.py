@@ -14,9 +14,10 @@ import concurrent.futures as cf
 import threading
 
 import pytest
-from pool_helpers import WAIT, Gate, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import TaskFuture
+
+from support.pool import WAIT, Gate
 
 
 def test_the_future_internals_it_relies_on_are_there():

@@ -10,10 +10,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from pool_helpers import WAIT, clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
 
 from pysched import SchedulerFull
 from pysched.calendar import current_fire
+
+from support.pool import WAIT
 
 
 class Runs:

@@ -23,10 +23,11 @@ import threading
 from collections import Counter
 
 import pytest
-from pool_helpers import WAIT, Concurrency, accounted
 
 import pysched
 from pysched.threadpool import ThreadPoolScheduler
+
+from support.pool import WAIT, Concurrency, accounted
 
 MAX_WORKERS = 4
 PRODUCERS = 4

@@ -16,11 +16,12 @@ import time
 from fractions import Fraction
 
 import pytest
-from conftest import NO_EXTENSIONS, compiled_module, pure_namespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pysched.sched
+
+from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 WAIT = 60.0  # seconds a test waits for a thread before calling it stuck; never reached when correct
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import selectors
+import sys
+import threading
 from asyncio import base_events
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -110,8 +113,8 @@ async def settle(rounds: int = 20) -> None:
         await asyncio.sleep(0)
 
 
-# Test modules import these by their function names; the fixtures are named
-# as the tests ask for them, so a test parameter never shadows an import.
+# tests/aio/conftest.py imports these by their function names; the fixtures are
+# named as the tests ask for them, so a test parameter never shadows an import.
 @pytest.fixture(name="loop_factory", params=sorted(LOOPS))
 def loop_factory_fixture(request: pytest.FixtureRequest) -> Callable[[], asyncio.AbstractEventLoop]:
     """Each event loop in turn; the uvloop case is skipped where uvloop is not installed."""
@@ -124,3 +127,45 @@ def loop_factory_fixture(request: pytest.FixtureRequest) -> Callable[[], asyncio
 def make_scheduler_fixture(impl: Any) -> Callable[..., AsyncScheduler]:
     """AsyncScheduler on the core that ``impl`` names."""
     return functools.partial(AsyncScheduler, _core_factory=impl.Scheduler)
+
+
+def in_thread(fn):
+    """What ``fn()`` returned or raised, called on a thread of its own."""
+    outcome = []
+
+    def target():
+        try:
+            outcome.append(("returned", fn()))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            outcome.append(("raised", exc))
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    return outcome[0]
+
+
+def run_as_asyncio_run(main, loop_factory):
+    """``asyncio.run(main())`` on a loop from ``loop_factory``, teardown included."""
+    if sys.version_info >= (3, 11):
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(main())
+
+    class Policy(asyncio.DefaultEventLoopPolicy):  # 3.10: asyncio.run takes no loop factory
+        def new_event_loop(self):
+            if loop_factory is asyncio.new_event_loop:  # which asks this policy
+                return super().new_event_loop()
+            return loop_factory()
+
+    old = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(Policy())
+    try:
+        return asyncio.run(main())
+    finally:
+        asyncio.set_event_loop_policy(old)
+
+
+def destroyed_pending(caplog) -> list[str]:
+    gc.collect()
+    messages = [record.getMessage() for record in caplog.records]
+    return [message for message in messages if "destroyed but it is pending" in message]

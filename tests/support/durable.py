@@ -1,4 +1,4 @@
-"""Shared pieces of the durable tests: registered tasks, store fixtures, the PostgreSQL gate.
+"""Shared pieces of the durable tests: registered tasks, store helpers, the PostgreSQL gate.
 
 Tasks here are registered by name in the default registry, so a scheduler
 in a test, and a worker process that imports this module, can run them.
@@ -84,7 +84,7 @@ def close_self(key: str) -> str:
 
 
 def module_level_function(x: int) -> int:
-    """Not registered: reachable only as ``durable_helpers:module_level_function``."""
+    """Not registered: reachable only as ``support.durable:module_level_function``."""
     return x * 2
 
 
@@ -167,25 +167,15 @@ def drop_postgres_table(url: str, table: str) -> None:
         db.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
 
 
-STORE_KINDS = ["memory", "sqlite", "postgres"]
+# The role a worker connects as where a test terminates its sessions (the pg fixture).
+ROLE = "pysched_test_worker"
 
 
-@pytest.fixture(params=STORE_KINDS)
-def store_spec(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[dict[str, Any]]:
-    """How to open one fresh store, several times: ``{"kind", "target", "table"}``.
-
-    Memory stores cannot be opened twice, so their spec holds the one instance.
-    """
-    kind = request.param
-    if kind == "memory":
-        yield {"kind": kind, "store": durable.MemoryStore()}
-    elif kind == "sqlite":
-        yield {"kind": kind, "target": str(tmp_path / "schedule.db"), "table": "pysched_tasks"}
-    else:
-        url = postgres_url()
-        table = unique_table()
-        yield {"kind": kind, "target": url, "table": table}
-        drop_postgres_table(url, table)
+def terminate_worker_sessions(admin: Any) -> int:
+    # With a timeout, pg_terminate_backend returns once the sessions have ended.
+    rows = admin.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+                         " WHERE usename = %s", (ROLE,)).fetchall()
+    return len(rows)
 
 
 def schedulers(store_spec: dict[str, Any]) -> Iterator[Any]:

@@ -66,8 +66,8 @@ def accounted(stats: dict[str, Any]) -> int:
                                   "cancelled", "replaced", "evicted", "idle_wakeups"))
 
 
-# Test modules import these by their function names; the fixtures are named
-# ``clock`` and ``make_pool``.
+# The conftest files of the folders whose tests use them import these by their
+# function names; the fixtures are named ``clock`` and ``make_pool``.
 @pytest.fixture(name="clock")
 def clock_fixture() -> FakeClock:
     return FakeClock()

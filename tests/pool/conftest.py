@@ -1,0 +1,6 @@
+"""Fixtures of the ThreadPoolScheduler tests: ``clock`` (a FakeClock) and ``make_pool``
+(pools closed and checked at teardown)."""
+
+from __future__ import annotations
+
+from support.pool import clock_fixture, make_pool_fixture  # noqa: F401  (fixtures)
