@@ -7,9 +7,12 @@ of waiters (``stats()["waiting"]``) until it says so.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import random
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -196,4 +199,101 @@ def test_producers_and_consumers_account_for_every_value(impl):
     assert stats["rejected_quota"] == reasons.count("quota")
     assert stats["accepted"] == producers * per_producer - stats["rejected_capacity"] \
         - stats["rejected_quota"]
+    q._check()
+
+
+@pytest.mark.parametrize("timeout", [threading.TIMEOUT_MAX * 2, 1e300])
+def test_get_with_a_timeout_beyond_the_platform_limit_waits_for_a_push(
+        impl: Any, timeout: float) -> None:
+    q = ThreadSafeBoundedPriorityQueue(2, queue_type=impl.StableBoundedPriorityQueue)
+    got: list[Any] = []
+    errors: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            got.append(q.get(timeout=timeout))
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    deadline = time.monotonic() + JOIN
+    while q.stats()["waiting"] < 1 and consumer.is_alive():
+        assert time.monotonic() < deadline, "the consumer never started waiting"
+        time.sleep(0.001)
+    q.push(1, "x")
+    consumer.join(JOIN)
+    assert not consumer.is_alive()
+    assert errors == [] and got == ["x"]
+    assert q.stats()["waiting"] == 0
+
+
+def test_keyed_producers_timed_consumers_and_a_close_midway_account_for_every_value(
+        impl: Any) -> None:
+    # Producers push keyed values and take some back with remove(); consumers
+    # poll with short timeouts; one producer closes the queue halfway.
+    # Every value offered ends exactly one way: popped, dropped (as reported),
+    # removed, or refused by QueueClosed.
+    producers, consumers, per_producer = 3, 3, 800
+    q = ThreadSafeBoundedPriorityQueue(8, tenant_limit=4,
+                                       queue_type=impl.StableBoundedPriorityQueue)
+    barrier = threading.Barrier(producers + consumers)
+    ends: list[list[tuple[Any, str]]] = [[] for _ in range(producers + consumers)]
+
+    def produce(n: int) -> None:
+        rng = random.Random(n)
+        barrier.wait()
+        for i in range(per_producer):
+            if n == 0 and i == per_producer // 2:
+                q.close()  # the others may still push: they get QueueClosed
+            value = (n, i)
+            try:
+                entry = q.push_or_evict(rng.randrange(50), value, key=value,
+                                        tenant=rng.choice([None, n]))
+            except QueueClosed:
+                ends[n].append((value, "closed"))
+                continue
+            if entry is not None:
+                ends[n].append((entry.value, entry.reason))
+            if i and rng.random() < 0.2:
+                earlier = (n, rng.randrange(i))
+                with contextlib.suppress(KeyError):  # it ended some other way already
+                    ends[n].append((q.remove(earlier), "removed"))
+            if rng.random() < 0.1:
+                with contextlib.suppress(KeyError):
+                    q.reprioritize((n, rng.randrange(i + 1)), rng.randrange(50))
+
+    def consume(n: int) -> None:
+        barrier.wait()
+        while True:
+            try:
+                ends[producers + n].append((q.get(timeout=0.001), "popped"))
+            except Empty:
+                continue
+            except QueueClosed:
+                return
+
+    threads = [threading.Thread(target=produce, args=(n,), daemon=True)
+               for n in range(producers)]
+    threads += [threading.Thread(target=consume, args=(n,), daemon=True)
+                for n in range(consumers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN)
+        assert not thread.is_alive(), "a thread is stuck: deadlock or lost wakeup"
+
+    outcomes = [end for per_thread in ends for end in per_thread]
+    values = [value for value, _ in outcomes]
+    assert len(values) == len(set(values)), "a value ended twice"
+    assert sorted(values) == sorted((n, i) for n in range(producers)
+                                    for i in range(per_producer)), "a value was lost"
+    reasons = collections.Counter(reason for _, reason in outcomes)
+    assert reasons["closed"] >= per_producer // 2  # at least the closer's second half
+    stats = q.stats()
+    assert stats["length"] == 0 and stats["waiting"] == 0
+    assert stats["popped"] == reasons["popped"]
+    assert stats["evicted"] == reasons["evicted"]
+    assert stats["rejected_capacity"] == reasons["capacity"]
+    assert stats["rejected_quota"] == reasons["quota"]
     q._check()

@@ -27,6 +27,7 @@ import pytest
 
 from pysched import durable
 from pysched.cli import main
+from pysched.cli import worker as worker_module
 
 from support.durable import drop_postgres_table, postgres_url, unique_table, wait_for
 
@@ -400,6 +401,46 @@ def test_bad_arguments_exit_2_with_the_reason(tmp_path: Path, monkeypatch: pytes
     err = capsys.readouterr().err
     assert complaint in err and "usage: pysched" in err
     assert not (tmp_path / "x.db").exists()  # nothing was opened
+
+
+TOO_BIG = str(2**64)
+
+
+@pytest.mark.parametrize(("args", "complaint"), [
+    (["worker", "--store", "x.db", "--import", "json", "--max-workers", TOO_BIG],
+     "argument --max-workers"),
+    (["worker", "--store", "x.db", "--import", "json", "--prefetch", TOO_BIG],
+     "argument --prefetch"),
+    (["status", "--store", "x.db", "--limit", TOO_BIG], "argument --limit"),
+    (["worker", "--store", "", "--import", "json"], "argument --store"),
+    (["worker", "--store", ":memory:", "--import", "json"], "argument --store"),
+    (["worker", "--store", "x.db", "--import", "json", "--owner", ""], "argument --owner"),
+    (["worker", "--store", "x.db", "--import", "json", "--owner", "a\x00b"],
+     "argument --owner"),
+    (["worker", "--store", "x.db", "--import", "json", "--owner", "o" * 5000],
+     "argument --owner"),
+    (["worker", "--store", "x.db", "--import", "json", "--lease", "3e10"], "argument --lease"),
+    (["worker", "--store", "x.db", "--import", "json", "--lease", "1e300"], "argument --lease"),
+    (["status", "--store", ""], "argument --store"),
+    (["status", "--store", ":memory:"], "argument --store"),
+])
+def test_a_bad_argument_exits_2_naming_the_option_before_opening_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        args: list[str], complaint: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    # A bad argument must stop the command before it opens a store (and a
+    # worker that got one would serve until signalled).
+    def refuse_to_open(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a store was opened despite a bad argument")
+
+    monkeypatch.setattr(worker_module, "open_store", refuse_to_open)
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert complaint in err and "usage: pysched" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "x.db").exists()
 
 
 def test_the_console_script_is_installed(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import sched as std_sched
 import threading
 import time
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -315,6 +316,28 @@ def test_incomparable_times_raise_type_error_as_in_sched(sched_cls):
     s.enterabs(1, 0, print)
     with pytest.raises(TypeError):
         s.enterabs("late", 0, print)
+
+
+@pytest.mark.parametrize("bad", [
+    pytest.param(("late", 0), id="time"),
+    pytest.param((1, "low"), id="priority"),
+])
+@pytest.mark.parametrize("queued", [1, 7], ids=["one-queued", "several-queued"])
+def test_an_incomparable_event_is_refused_and_leaves_the_queue_usable(
+        sched_cls: type[pysched.sched.scheduler], bad: tuple[Any, Any], queued: int) -> None:
+    ran: list[Any] = []
+    s = sched_cls(timefunc=lambda: 10, delayfunc=lambda seconds: None)
+    for n in range(queued):
+        s.enterabs(1, n, ran.append, (n,))
+    before = s.queue
+    with pytest.raises(TypeError):
+        s.enterabs(*bad, ran.append, ("bad",))
+    assert s.queue == before
+    # Only comparable events are queued, so later ones enter and run in order.
+    s.enterabs(2, 0, ran.append, ("later",))
+    s.enterabs(0, 0, ran.append, ("first",))
+    assert s.run(blocking=False) is None
+    assert ran == ["first", *range(queued), "later"] and s.empty()
 
 
 # -- threads ----------------------------------------------------------------------
