@@ -1,4 +1,10 @@
-"""Edge cases of the core's batch calls, heap keys and bounded queue, on core and twin."""
+"""The batch calls on the core and the twin: schedule_many, complete_many and pop_due.
+
+Versions numbered by the id the core knows, every task checked before a
+repeat is named, nothing marked while the caller's code can run, core and twin
+in lockstep on random batches, and schedule_many all or nothing when hashing
+or an allocation fails or an id's ``__eq__`` calls back in.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from pysched._errors import InvalidTransition
 
+from support.core_reentrancy import call_with_action_at_construction
 from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 
@@ -199,3 +206,161 @@ _BatchLockstep.TestCase.settings = settings(max_examples=150, stateful_step_coun
                                             deadline=None)
 if not NO_EXTENSIONS:
     TestBatchLockstep = _BatchLockstep.TestCase
+
+
+def noop() -> None:
+    pass
+
+
+# -- schedule_many is all or nothing ------------------------------------------
+
+
+class CountedId:
+    """A task id whose hash raises MemoryError at the ``fail_at``-th hash of any such id."""
+
+    counter = {"calls": 0, "fail_at": 0}
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        CountedId.counter["calls"] += 1
+        if CountedId.counter["calls"] == CountedId.counter["fail_at"]:
+            raise MemoryError("injected")
+        return hash(self.n)
+
+    def __eq__(self, other):
+        return isinstance(other, CountedId) and other.n == self.n
+
+
+def batch_scheduler(impl, make_id):
+    """Ten pending ids, one running with its newer version parked; and a batch that
+    replaces some, adds new ones past the first growth of every array, names one new
+    id twice and reschedules the running one."""
+    s = impl.Scheduler(clock=lambda: 0.0)
+    for i in range(10):
+        s.schedule(make_id(i), 5.0, 0, noop)
+    s.schedule(make_id("run"), 0.0, 9, noop)
+    running = s.next(now=0.0)
+    s.schedule(make_id("run"), 1.0, 0, noop)
+    assert s.next(now=0.0) == 5.0 and s.stats()["parked"] == 1
+    batch = ([(make_id(i), 1.0, i % 3, noop) for i in range(5, 90)]
+             + [(make_id("twice"), 2.0, 0, noop), (make_id(7), 3.0, 1, noop),
+                (make_id("twice"), 4.0, 0, noop), (make_id("run"), 0.5, 0, noop)])
+    return s, running, batch
+
+
+def batch_snapshot(s, ids):
+    stats = {k: v for k, v in s.stats().items() if k not in ("heap_size", "stale",
+                                                             "stale_discarded", "rebuilds")}
+    return stats, len(s), [s.state(i) for i in ids], s.peek()
+
+
+def expected_after_batch(impl, make_id):
+    s, running, batch = batch_scheduler(impl, make_id)
+    versions = [s.schedule(*item) for item in batch]
+    return versions, batch_snapshot(s, [item[0] for item in batch])
+
+
+def check_all_or_nothing(impl, make_id, run_with_failure_at):
+    """``run_with_failure_at(k, call)`` runs ``call`` with a MemoryError at its k-th
+    allocation (or hash); k = 1, 2, ... until the call succeeds. Each failure must
+    leave the scheduler as it was; the success must equal schedule() in a loop."""
+    expected = expected_after_batch(impl, make_id)
+    failures = 0
+    for k in range(1, 100_000):
+        s, running, batch = batch_scheduler(impl, make_id)
+        ids = [item[0] for item in batch]
+        before = batch_snapshot(s, ids)
+        try:
+            versions = run_with_failure_at(k, lambda s=s, batch=batch: s.schedule_many(batch))
+        except MemoryError:
+            failures += 1
+            s._check()
+            assert batch_snapshot(s, ids) == before, f"a MemoryError at {k} left a part scheduled"
+            continue
+        s._check()
+        assert (versions, batch_snapshot(s, ids)) == expected
+        s.complete(running)
+        return failures
+    raise AssertionError("never succeeded")
+
+
+def fail_at_hash(k, call):
+    CountedId.counter.update(calls=0, fail_at=k)
+    try:
+        return call()
+    finally:
+        CountedId.counter["fail_at"] = 0
+
+
+def test_schedule_many_is_all_or_nothing_when_hashing_fails(impl):
+    """Both: a MemoryError where an id is hashed (the twin's dict inserts) left the items
+    before it scheduled."""
+    assert check_all_or_nothing(impl, CountedId, fail_at_hash) > 0
+
+
+def test_schedule_many_is_all_or_nothing_when_the_twin_allocates():
+    """Twin: a MemoryError building the slot of a later new id left earlier items scheduled."""
+    from pysched import _scheduler_py
+
+    def boom():
+        raise MemoryError("injected")
+
+    def fail_at_construction(k, call):
+        return call_with_action_at_construction(k, call, boom)[0]
+
+    assert check_all_or_nothing(_scheduler_py, lambda i: i, fail_at_construction) > 0
+
+
+@pytest.mark.skipif(NO_EXTENSIONS, reason="the core's own allocations")
+def test_schedule_many_is_all_or_nothing_when_the_core_allocates():
+    """Core: a MemoryError growing the heap, the slots or the id table part-way left the
+    earlier items scheduled."""
+    testcapi = pytest.importorskip("_testcapi")
+
+    def fail_at_allocation(k, call):
+        testcapi.set_nomemory(k - 1, 0)
+        try:
+            return call()
+        finally:
+            testcapi.remove_mem_hooks()
+
+    # Ids past the small-int cache and strings: boxing and hashing them allocates.
+    assert check_all_or_nothing(compiled_module(), lambda i: (i, "id"),
+                                fail_at_allocation) > 0
+
+
+class CallingBackId:
+    """An id whose first comparison with an equal id schedules another id, through ``hook``."""
+
+    hook = None
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __eq__(self, other):
+        hook, CallingBackId.hook = CallingBackId.hook, None
+        if hook is not None:
+            hook()
+        return isinstance(other, CallingBackId) and other.n == self.n
+
+
+def test_schedule_many_looks_again_when_an_ids_eq_calls_back(impl):
+    """A batch naming one new id twice compares the two: an __eq__ that schedules that
+    very id in the middle must leave the outcome of the callback, then the batch."""
+    s = impl.Scheduler()
+    first, again = CallingBackId(1), CallingBackId(1)
+    CallingBackId.hook = lambda: s.schedule(CallingBackId(1), 0.5, 0, noop)
+    versions = s.schedule_many([(first, 2.0, 0, noop), ("x", 1.0, 0, noop), (again, 3.0, 0, noop)])
+    assert CallingBackId.hook is None  # it ran
+    assert versions == [2, 1, 3]
+    s._check()
+    assert len(s) == 2 and s.stats()["replaced"] == 2
+    claimed = [s.next(now=9.0) for _ in range(2)]
+    assert [(t.task_id.n if t.task_id != "x" else "x", t.version, t.run_at) for t in claimed] == [
+        ("x", 1, 1.0), (1, 3, 3.0)]
+    assert s.next(now=9.0) is None

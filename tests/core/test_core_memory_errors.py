@@ -1,4 +1,4 @@
-"""Regression tests for bugs the hardening work found in the compiled core.
+"""MemoryError at any allocation of the compiled core's Scheduler.
 
 MemoryError at any allocation leaves the Scheduler exactly as it was: each
 call is retried with allocation number n and later failing, n = 0, 1, ...,

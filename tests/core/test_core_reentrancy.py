@@ -8,15 +8,20 @@ the outcome must be that of one of the two orders, action then call or call
 then action, as a plain model computes them: the call's result, and the whole
 end state (``_check()``, length, states, and the order in which every pending
 version comes out when everything is drained).
+
+Last, finalisers found calling back in from outside, each a test that failed
+before its fix: a claim, an eviction and a cancel or replacement they broke.
 """
 
 from __future__ import annotations
 
 import bisect
+import gc
 
 import pytest
 
 from support.core_reentrancy import runs_with_user_code_inside
+from support.draining import drain_ids
 from support.queue_model import Model as QueueModel
 from support.scheduler_model import Model as SchedulerModel
 
@@ -402,3 +407,95 @@ def test_queue_calls_survive_a_finaliser_at_each_allocation(impl, call, action):
         q.q._check()
         outcome = (entry_norm(result), q.snapshot(), q.counters())
         assert outcome in expected, f"{where}: {outcome} not in {expected}"
+
+
+# -- finalisers that called back in and broke a call, found from outside ---------
+
+
+def noop() -> None:
+    pass
+
+
+def test_a_finaliser_that_schedules_during_a_claim_loses_nothing(impl):
+    """Both: the claim popped whatever the finaliser had put at the root.
+
+    The new task was then counted as pending forever and never ran, and
+    ``stats()["stale"]`` went negative.
+    """
+    def make():
+        s = impl.Scheduler()
+        s.schedule("a", 1.0, 0, noop)
+        s.schedule("b", 2.0, 0, noop)
+        return s
+
+    for s, task, _where in runs_with_user_code_inside(
+            impl, make, lambda s: s.next(now=5.0), lambda s: s.schedule("z", 0.0, 0, noop)):
+        assert s.stats()["stale"] >= 0
+        s._check()
+        assert task.task_id in ("a", "z")
+        s.complete(task)
+        rest = drain_ids(s)
+        assert sorted([task.task_id, *rest]) == ["a", "b", "z"]
+        assert len(s) == 0
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_push_or_evict_never_returns_an_empty_entry(impl, keyed):
+    """Core: a finaliser that pops during an allocation made the admission loop run twice,
+    and the call returned that pass's empty QueueEntry instead of None.
+    Twin: it decided "full" before the finaliser freed a place and evicted anyway.
+    """
+    key = {"key": "n"} if keyed else {}
+
+    def make():
+        q = impl.StableBoundedPriorityQueue(3)
+        for priority in (5, 3, 7):
+            q.push(priority, f"v{priority}")
+        return q
+
+    for q, dropped, _where in runs_with_user_code_inside(
+            impl, make, lambda q: q.push_or_evict(1, "new", **key), lambda q: q.pop()):
+        q._check()
+        # The pop came first (3 popped, then room: nothing dropped) or second
+        # (7 evicted, then the newcomer popped).
+        if dropped is None:
+            assert q.snapshot() == [(1, 4, "new"), (5, 1, "v5"), (7, 3, "v7")]
+        else:
+            assert (dropped.reason, dropped.value) == ("evicted", "v7")
+            assert q.snapshot() == [(3, 2, "v3"), (5, 1, "v5")]
+
+
+class ReschedulingFn:
+    """A task fn whose finaliser schedules its id again."""
+
+    def __init__(self, sched, task_id):
+        self.sched = sched
+        self.task_id = task_id
+
+    def __call__(self):
+        pass
+
+    def __del__(self):
+        self.sched.schedule(self.task_id, 1.0, 0, noop)
+
+
+@pytest.mark.parametrize("how", ["cancel", "replace"])
+def test_an_old_fn_is_released_once_the_update_is_whole(impl, how):
+    """Twin: cancelling or replacing released the old fn in the middle of the update.
+
+    Its finaliser, scheduling the same id, left ``len 1`` with ``state None``
+    and a later InvalidTransition.
+    """
+    s = impl.Scheduler()
+    s.schedule("a", 1.0, 0, ReschedulingFn(s, "a"))
+    if how == "cancel":
+        assert s.cancel("a") is True
+    else:
+        s.schedule("a", 2.0, 0, noop)
+    gc.collect()
+    s._check()
+    assert len(s) == 1 and s.state("a") == "pending"
+    task = s.next(now=5.0)
+    assert task.task_id == "a"
+    s.complete(task)
+    assert len(s) == 0 and s.state("a") is None

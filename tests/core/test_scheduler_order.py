@@ -9,7 +9,9 @@ properties check both against the plain definition: tasks leave in order of
 from __future__ import annotations
 
 import math
+import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -115,3 +117,15 @@ def test_a_time_of_minus_zero_comes_back_as_zero_from_both(impl):
     s.schedule_many([("b", -0.0, 0, noop)])
     assert [math.copysign(1.0, run_at) for run_at, _ in [s.peek()]] == [1.0]
     assert [math.copysign(1.0, task.run_at) for task in s.pop_due(1.0)] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(("run_at", "now"), [
+    (sys.float_info.max, -sys.float_info.max),
+    (1e308, -1e308),
+])
+def test_the_wait_is_finite_across_the_whole_range(impl, run_at, now):
+    """Both: run_at 1.7e308 at now -1.7e308 gave a wait of inf."""
+    s = impl.Scheduler()
+    s.schedule("a", run_at, 0, noop)
+    wait = s.next(now=now)
+    assert isinstance(wait, float) and wait > 0 and math.isfinite(wait)
