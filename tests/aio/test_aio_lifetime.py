@@ -4,6 +4,9 @@
 the loop. A scheduler never closed must start nothing during that teardown
 (a Task started then is destroyed while pending), and each of its Futures
 must end with a reason. An idle scheduler leaves nothing on the loop.
+
+Once its loop has closed, a scheduler holding work refuses every call and
+changes nothing; an idle one still closes.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import asyncio
 
 import pytest
 
-from support.aio import VirtualTimeLoop, destroyed_pending, run_as_asyncio_run
+from support.aio import VirtualTimeLoop, destroyed_pending, run, run_as_asyncio_run
 
 
 @pytest.mark.parametrize("cap", [1, None])
@@ -155,3 +158,53 @@ def test_main_returning_right_after_schedule_leaves_nothing_behind(make_schedule
     began = "body" in ran
     assert ran == ["plain", "body"] if began else ran == ["plain"]
     assert outcome == [("now", True, False if began else "closed"), ("plain", True, False)]
+
+
+def test_calls_after_the_loop_closed_raise_and_change_nothing(make_scheduler, loop_factory):
+    # Each ended Future scheduled its done callbacks on the closed loop, which
+    # raised half-way: cancel() raised with its version cancelled, close()
+    # left later Futures pending for ever and the scheduler closing, its timer
+    # still armed.
+    loop = loop_factory()
+    s = make_scheduler()
+
+    async def start():
+        futures = [s.schedule_in(k, 60.0, 0, int) for k in range(3)]
+        for fut in futures:
+            fut.add_done_callback(lambda f: None)
+        return futures
+
+    try:
+        futures = loop.run_until_complete(start())
+    finally:
+        loop.close()
+    before = s.stats()
+    for call in (lambda: s.cancel(0), futures[1].cancel, s.close):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+        assert s.stats() == before and not any(fut.done() for fut in futures)
+        s._check()
+    s._runner.host.task._log_destroy_pending = False  # dropped with its loop, as documented
+
+
+def test_an_idle_scheduler_is_closed_and_cancelled_after_its_loop_closed(make_scheduler,
+                                                                         loop_factory):
+    # Only a scheduler holding work refuses once its loop closed: closing one
+    # left idle and open, or one already closed, still works, also with
+    # cancel_running (which asked for the running loop's current Task).
+    idle, closed, unused = make_scheduler(), make_scheduler(), make_scheduler()
+    unused.close(cancel_running=True)
+    assert unused.state == "closed"
+
+    async def main():
+        assert await idle.schedule_in("done", 0.0, 0, int, (1,)) == 1
+        async with closed:
+            closed.schedule_in("done", 0.0, 0, int)
+
+    run(main, loop_factory)
+    assert idle.cancel("done") is False and closed.cancel("done") is False
+    idle.close()
+    closed.close(cancel_running=True)
+    assert idle.state == closed.state == "closed"
+    idle._check()
+    closed._check()

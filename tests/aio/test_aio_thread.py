@@ -1,8 +1,9 @@
-"""schedule() runs only on its loop's thread while that loop runs.
+"""The scheduler is called only on its loop's thread while that loop runs.
 
-It checks the thread and the loop's is_running() rather than asking asyncio
-for the running loop each time: each way to call it from elsewhere must
-still raise, and change nothing.
+schedule() checks the thread and the loop's is_running() rather than asking
+asyncio for the running loop each time: each way to call it from elsewhere
+must still raise, and change nothing; so must cancel(), a Future's cancel(),
+close() and a series handle called from another thread.
 """
 
 from __future__ import annotations
@@ -88,3 +89,45 @@ def test_a_loop_run_again_on_another_thread_takes_calls_from_there_only(make_sch
         assert s.stats()["scheduled"] == 2
     finally:
         loop.close()
+
+
+def test_calls_from_another_thread_while_the_loop_runs_raise_and_change_nothing(
+        make_scheduler, loop_factory):
+    # Only schedule() checked its thread: cancel(), a Future's cancel() and
+    # close() changed the books and resolved Futures from the other thread,
+    # racing the pump.
+    async def main():
+        async with make_scheduler() as s:
+            kept = s.schedule_in("kept", 60.0, 0, int)
+            before = s.stats()
+            for call in (lambda: s.cancel("kept"), kept.cancel, s.close,
+                         lambda: s.close(cancel_running=True)):
+                how, what = in_thread(call)
+                assert how == "raised" and isinstance(what, RuntimeError), (how, what)
+                assert s.stats() == before and not kept.done() and s.state == "open"
+                s._check()
+            assert s.cancel("kept") and kept.cancelled()  # on the loop's thread it works
+
+    run(main, loop_factory)
+
+
+def test_a_series_handle_from_another_thread_raises_and_changes_nothing(make_scheduler,
+                                                                        loop_factory):
+    # The handle changed the series book from the other thread, then armed
+    # the loop's timer from there, racing the loop.
+    from pysched import Every
+
+    async def main():
+        async with make_scheduler() as s:
+            handle = s.schedule_recurring("tick", Every(3600), 0, int)
+            paused = s.schedule_recurring("paused", Every(3600), 0, int)
+            paused.pause()
+            for call in (handle.pause, paused.resume, handle.cancel):
+                how, what = in_thread(call)
+                assert how == "raised" and isinstance(what, RuntimeError), (how, what)
+            assert not handle.paused and not handle.cancelled
+            assert paused.paused and not paused.cancelled
+            handle.pause()  # on the loop's thread it works
+            assert handle.paused and handle.cancel() and handle.cancelled
+
+    run(main, loop_factory)

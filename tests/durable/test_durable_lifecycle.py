@@ -1,4 +1,4 @@
-"""The durable worker's life cycle at its edges: what escapes a run, clocks that fail
+"""The durable worker's life cycle: what escapes a run, clocks that fail
 in the worker's threads, close() raced and repeated.
 
 Each test orders its steps with events and a clock that fails on demand in one

@@ -335,7 +335,7 @@ def test_stress_many_fast_series_on_real_clocks(impl):
 def test_wake_ups_that_run_nothing_are_not_completed_tasks(setup, clock):
     """A paused series looks every second whether it was resumed: those wake-ups ran no
     function, so stats() counts them apart from the user's completed tasks."""
-    from pool_helpers import accounted
+    from support.pool import accounted
 
     pool, wall, events = setup
     runs = Runs(wall)

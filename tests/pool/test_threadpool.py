@@ -14,6 +14,7 @@ import pytest
 
 import pysched
 from pysched import SchedulerClosed, SchedulerFull, TaskCancelled, TaskTimeout
+from pysched.testing import FakeClock
 from pysched.threadpool import ThreadPoolScheduler
 
 from support.pool import WAIT, Gate, accounted
@@ -465,3 +466,15 @@ def test_claims_and_cancels_make_room(make_pool, impl, clock):
     pool.schedule("d", 9.0, 0, print)
     stats = pool.stats()
     assert (stats["pending"], stats["evicted"], stats["rejected"]) == (2, 0, 0)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda pool: pool.schedule_in("a", 1.7e308, 0, print), "delay"),
+    (lambda pool: pool.schedule_every("a", 1.7e308, 0, print), "interval"),
+])
+def test_a_delay_that_runs_past_the_largest_time_is_refused_by_its_name(make_pool, call, name):
+    pool = make_pool(1, clock=FakeClock(1e308))
+    before = pool.stats()
+    with pytest.raises(OverflowError, match=name):
+        call(pool)
+    assert pool.stats() == before

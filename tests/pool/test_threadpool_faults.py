@@ -6,14 +6,16 @@ turns a hang (the defect) into a failure.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 
 import pytest
 
 from pysched import TaskTimeout, current_token
+from pysched.testing import FakeClock
 
-from support.pool import WAIT, Gate
+from support.pool import WAIT, Gate, Interrupt
 
 
 def test_two_tasks_closing_the_pool_at_once_both_return(make_pool):
@@ -158,3 +160,114 @@ def test_a_slow_done_callback_holds_back_no_claimed_task(make_pool):
     other.result(WAIT)
     assert pool.close(wait=True, timeout=WAIT)
     assert saw_target_run == [True], "target waited behind the callback that waited for it"
+
+
+class OnceBroken:
+    """A task id whose hash raises once, when armed: a fault inside the pool's lock."""
+
+    def __init__(self) -> None:
+        self.armed = False
+
+    def __hash__(self) -> int:
+        if self.armed:
+            self.armed = False
+            raise TypeError("unhashable for a moment")
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+def test_a_worker_dying_as_it_claims_still_settles_the_task_it_ran(make_pool, clock):
+    # The pool promises that a pool thread dying of any exception closes the
+    # pool "so every Future resolves". A worker that ran a task and then died
+    # claiming the next one (here: that one's id refuses its hash once) left
+    # the task it ran RUNNING for good, its result lost.
+    pool = make_pool(1)
+    poisoned = OnceBroken()
+
+    def body():
+        poisoned.armed = True  # the worker hashes it next, claiming it
+        return "ran"
+
+    later = pool.schedule(poisoned, 1.0, 0, print)
+    clock.advance(1.0)
+    first = pool.schedule("first", 0.0, 5, body)  # due first: higher priority
+    assert first.result(WAIT) == "ran"
+    assert pool.close(wait=True, timeout=WAIT)
+    assert later.done()
+
+
+class ClockThatFailsOnce(FakeClock):
+    """A FakeClock that raises a BaseException once, on the thread that arms it."""
+
+    armed_on: int | None = None
+
+    def __call__(self) -> float:
+        if self.armed_on == threading.get_ident():
+            self.armed_on = None
+            raise Interrupt("the clock, read by the worker after the task returned")
+        return super().__call__()
+
+
+def test_a_worker_killed_by_the_clock_after_a_task_still_settles_it(make_pool):
+    clock = ClockThatFailsOnce()
+    pool = make_pool(1, clock=clock)
+
+    def body():
+        clock.armed_on = threading.get_ident()
+        return "ran"
+
+    fut = pool.submit(body)
+    assert pool.close(wait=True, timeout=WAIT)  # the worker dies: the pool closes
+    assert fut.done(), "the Future of a task that ran stayed running after close"
+
+
+class CallsBackWhenFreed:
+    """A task id whose finaliser calls back into the pool: it must never run under the lock.
+
+    It takes the pool's lock as any call into the pool would, with a timeout,
+    so that a finaliser run under the lock fails the test instead of hanging it.
+    """
+
+    def __init__(self, name: str, pool, freed: list) -> None:
+        self.name, self.pool, self.freed = name, pool, freed
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CallsBackWhenFreed) and other.name == self.name
+
+    def __del__(self) -> None:
+        lock = self.pool._lock
+        took = lock.acquire(timeout=WAIT)
+        if took:
+            lock.release()
+        self.freed.append(took)
+
+
+@pytest.mark.parametrize("end", ["cancel", "close", "run"])
+def test_a_replaced_task_ids_finaliser_never_runs_under_the_lock(make_pool, clock, end):
+    # The pool promises that objects a call drops are held until its lock is
+    # released, so their finalisers run outside it. The core and the book keep
+    # the id object of the first version of an id as their key; once every
+    # Future of it was gone, the call that made them forget the id dropped it
+    # under the lock, and a finaliser calling back into the pool deadlocked.
+    pool = make_pool(1)
+    freed: list = []
+
+    def ending():
+        if end == "cancel":
+            pool.cancel(CallsBackWhenFreed("t", pool, freed))
+        elif end == "close":
+            pool.close(wait=False)
+        else:
+            clock.advance(10.0)
+            assert latest.result(WAIT) == 0
+
+    pool.schedule(CallsBackWhenFreed("t", pool, freed), 10.0, 0, print)
+    latest = pool.schedule(CallsBackWhenFreed("t", pool, freed), 10.0, 0, int)
+    ending()
+    gc.collect()
+    assert freed and all(freed), "a task id's finaliser ran under the pool's lock"

@@ -149,3 +149,16 @@ def test_set_result_by_hand_still_works():
     assert fut.result(0) == 3
     with pytest.raises(cf.InvalidStateError):
         fut.set_result(4)
+
+
+def test_a_version_replacing_a_submitted_one_keeps_its_future_as_the_id(make_pool, clock):
+    pool = make_pool(1)
+    gate = Gate()
+    pool.submit(gate)
+    gate.wait_started()
+    submitted = pool.submit(int)  # pending behind the gate; its id is the Future itself
+    newer = pool.schedule(submitted, 0.0, 0, str)
+    assert submitted.cancel_reason == "replaced"
+    assert newer.task_id is submitted
+    gate.release()
+    assert newer.result(WAIT) == ""

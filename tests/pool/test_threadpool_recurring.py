@@ -7,6 +7,7 @@ and nothing else is due, so the list of runs is complete at that point.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import threading
 
 import pytest
@@ -240,7 +241,7 @@ def test_schedule_every_is_a_recurring_series(make_pool, clock):
 def test_fire_times_due_while_no_worker_was_free(make_pool, clock, overlap, fires, skipped):
     """The one worker is busy from 0.5 to 3.5: fire times 1, 2 and 3 wait for it. The newest
     runs and the older are skipped (catch_up_cap); under queue each runs."""
-    from pool_helpers import Gate
+    from support.pool import Gate
 
     pool = make_pool(1)
     events = []
@@ -260,3 +261,38 @@ def test_fire_times_due_while_no_worker_was_free(make_pool, clock, overlap, fire
     # (the wall clock is the real one, the pool's a fake: their jumps are events too)
     assert [(e.reason, e.fire_time, e.count) for e in events if e.series == "tick"] == (
         [("catch_up_cap", 1.0, 2)] if skipped else [])
+
+
+def test_cancelling_a_series_as_its_failing_run_ends_it_keeps_the_failure(make_pool, clock):
+    # A run fails and ends its series (on_error="stop"); its worker has left the
+    # book and is about to fail the series' Future. A cancel() in that window
+    # used to find a PENDING Future nobody held: it cancelled it without telling
+    # concurrent.futures.wait() (which then waited forever) and lost the failure.
+    pool = make_pool(1)
+    failure = ValueError("the run that ends the series")
+
+    def boom():
+        raise failure
+
+    series = pool.schedule_every("s", 1.0, 0, boom, start_at=1.0)
+    in_window = threading.Event()
+    proceed = threading.Event()
+    settle = series._set_outcome
+
+    def held(result, exception):  # the worker's next step, held at the window
+        in_window.set()
+        assert proceed.wait(WAIT)
+        return settle(result, exception)
+
+    series._set_outcome = held
+    waited = []
+    waiter = threading.Thread(target=lambda: waited.append(cf.wait([series], timeout=WAIT)))
+    waiter.start()
+    clock.advance(1.0)
+    assert in_window.wait(WAIT)
+    cancelled = series.cancel()
+    proceed.set()
+    waiter.join(WAIT)
+    assert waited and not waited[0].not_done, "concurrent.futures.wait() was never told"
+    assert not cancelled, "cancel() stopped a series that had already ended"
+    assert series.exception(0) is failure

@@ -60,6 +60,10 @@ class Concurrency:
             self.now -= 1
 
 
+class Interrupt(BaseException):
+    """A BaseException of the user's, as KeyboardInterrupt arriving in a callback is."""
+
+
 def accounted(stats: dict[str, Any]) -> int:
     """Versions in any state: must equal stats["scheduled"]."""
     return sum(stats[k] for k in ("pending", "running", "completed", "failed", "timed_out",
