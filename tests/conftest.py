@@ -4,13 +4,46 @@
 broken build fails loudly instead of testing Python twice) and a namespace of
 the pure twins for ``py``. With PYSCHED_NO_EXTENSIONS set, as for a pure
 install, the ``c`` cases are skipped.
+
+Also the run's own plumbing: each process's private PostgreSQL server is
+stopped at the end, and the PostgreSQL tests skipped for want of one are
+summed up in one line.
 """
 
 from __future__ import annotations
 
+import os
+from collections import Counter
+
 import pytest
 
+from support import postgres_server
 from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    postgres_server.stop()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """One worker where PYSCHED_TEST_POSTGRES_URL names a server: all would share it, and a
+    test that restarts it or cuts a role off would break the other workers' tests.
+    Otherwise xdist's choice (the CPU count): each worker has a private server."""
+    return 1 if os.environ.get("PYSCHED_TEST_POSTGRES_URL") else None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, (tuple, list)) else ""
+        _, found, rest = reason.partition(postgres_server.SKIP_PREFIX)
+        if found:
+            reasons[rest] += 1
+    if reasons:
+        reason, _ = reasons.most_common(1)[0]
+        terminalreporter.write_line(
+            f"{sum(reasons.values())} PostgreSQL tests skipped: {reason}", yellow=True)
 
 
 @pytest.fixture(params=["c", "py"])

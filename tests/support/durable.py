@@ -3,12 +3,13 @@
 Tasks here are registered by name in the default registry, so a scheduler
 in a test, and a worker process that imports this module, can run them.
 
-PostgreSQL: tests read PYSCHED_TEST_POSTGRES_URL (``.ci/run`` starts a
-private server and sets it). Without a reachable server they skip, except
-where PYSCHED_REQUIRE_POSTGRES=1 says a server was provided (.ci/run and the
-tests workflow set it), where they fail: such a run must not pass by skipping
-them. CI=true alone does not require one: cibuildwheel and GitHub set it
-where no server runs.
+PostgreSQL: tests use the server at PYSCHED_TEST_POSTGRES_URL if it is set,
+else a private one that each test process starts on first use where
+PostgreSQL is installed (support.postgres_server). Without a reachable server
+they skip, except where PYSCHED_REQUIRE_POSTGRES=1 says there must be one
+(.ci/run and the tests workflow set it), where they fail: such a run must not
+pass by skipping them. CI=true alone does not require one: cibuildwheel and
+GitHub set it where no server runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import pytest
 import pysched
 from pysched import durable
 from pysched.durable import current_task
+
+from support import postgres_server
 
 # What the in-process tasks did, in order: (task_id or name, args...).
 CALLS: list[tuple[Any, ...]] = []
@@ -117,34 +120,41 @@ def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> 
 
 
 def postgres_url() -> str:
-    """The test server's URL; skip if it is missing or down (fail if PYSCHED_REQUIRE_POSTGRES=1)."""
+    """The test server's URL: PYSCHED_TEST_POSTGRES_URL, else this process's private server
+    (started on first use where PostgreSQL is installed). Skip if there is none or it is
+    down, fail instead if PYSCHED_REQUIRE_POSTGRES=1."""
     url = os.environ.get("PYSCHED_TEST_POSTGRES_URL")
-    required = os.environ.get("PYSCHED_REQUIRE_POSTGRES") == "1"
     reason = None
-    if not url:
-        reason = "PYSCHED_TEST_POSTGRES_URL is not set (.ci/run starts a server and sets it)"
+    try:
+        import psycopg
+    except ImportError:
+        reason = "psycopg is not installed (pip install -e '.[test]')"
     else:
-        try:
-            import psycopg
-        except ImportError:
-            reason = "psycopg is not installed (pip install -e '.[test]')"
-        else:
+        if not url:
+            try:
+                url = postgres_server.url()
+            except postgres_server.Unavailable as exc:
+                reason = str(exc)
+        if url:
             try:
                 psycopg.connect(url, connect_timeout=5).close()
             except psycopg.Error as exc:
-                reason = f"PostgreSQL at PYSCHED_TEST_POSTGRES_URL is unreachable: {exc}"
+                reason = f"the server at {url} is unreachable: {exc}"
     if reason is not None:
-        if required:
+        if os.environ.get("PYSCHED_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"PYSCHED_REQUIRE_POSTGRES=1 needs PostgreSQL: {reason}", pytrace=False)
-        pytest.skip(reason)
+        pytest.skip(postgres_server.SKIP_PREFIX + reason)
     assert url is not None
     return url
 
 
 def restart_postgres(url: str) -> None:
-    """Restart the test server: the command in PYSCHED_TEST_POSTGRES_RESTART (.ci/run sets
-    it), else end every other session on it, which is what its clients see of a restart."""
+    """Restart the test server: the command in PYSCHED_TEST_POSTGRES_RESTART, or the private
+    server's own; else end every other session on it, which is what its clients see of a
+    restart."""
     command = os.environ.get("PYSCHED_TEST_POSTGRES_RESTART")
+    if not command and not os.environ.get("PYSCHED_TEST_POSTGRES_URL"):
+        command = postgres_server.restart_command()
     if command:
         subprocess.run(command, shell=True, check=True, stdout=subprocess.DEVNULL)
         return
