@@ -3,8 +3,8 @@
 # (setup.py's PYSCHED_SANITIZE) in a throwaway copy of the tree and run the
 # whole test suite on it. Fails on a failing test and on any sanitizer report.
 #
-#   scripts/sanitize.sh                    # the whole default suite
-#   scripts/sanitize.sh -m slow            # extra arguments go to pytest
+#   scripts/sanitize.sh                    # the default suite (no slow tests)
+#   scripts/sanitize.sh -m ""              # extra arguments go to pytest: all tests
 #   PYSCHED_DEBUG_BUILD=1 scripts/sanitize.sh   # bounds checks on as well
 # PYTHON picks the interpreter (default python3); needs gcc or clang.
 #

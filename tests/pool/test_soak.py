@@ -4,7 +4,7 @@ Eight producers schedule, replace (ids come from a small pool), cancel by id,
 cancel Futures and submit, on the real clock, for PYSCHED_SOAK_SECONDS
 (default 10 per core in the ``slow`` suite; run it for minutes by hand):
 
-    PYSCHED_SOAK_SECONDS=300 python -m pytest -m slow -s -o faulthandler_timeout=0 \
+    PYSCHED_SOAK_SECONDS=300 python -m pytest -m slow -n 0 -s -o faulthandler_timeout=0 \
         tests/pool/test_soak.py -k c
 
 Checked all along, without keeping every Future (memory must stay flat):
