@@ -178,8 +178,10 @@ class SeriesDriver:
             args, kwargs = decode_args(row.args)
             fn = self.registry.resolve(row.ref)
             last_fire = row.last_fire
-            if last_fire is None and isinstance(spec.trigger, Cron):
-                last_fire = row.created  # fire times missed before any claim still count
+            if isinstance(spec.trigger, Cron) and (last_fire is None or last_fire < row.created):
+                # Fire times missed since it was stored still count, none from before: a
+                # floor below ``created`` (an older pysched's prune) must not reach them.
+                last_fire = row.created
             series = Series(row.series_id, spec.trigger, now, last_fire=last_fire,
                             timeline="wall", **spec.policies._asdict())
         except (BadRow, UnknownTask, ValueError, TypeError, OverflowError) as exc:
