@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
+from functools import partial
 from typing import Any
 
 from .._errors import SchedulerClosed
@@ -42,6 +43,7 @@ from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
 from ._futures import DurableFuture, DurableTaskFailed
+from ._gate import StoreGate
 from ._heartbeat import Heartbeat
 from ._housekeeping import Housekeeper
 from ._listening import Listener
@@ -129,6 +131,8 @@ class DurableScheduler:
         if owner is not None and check_key(owner, "owner") == "":
             raise ValueError("owner must be a non-empty str")
         self._owns_store = not isinstance(store, Store)
+        # The store calls of the public methods: SchedulerClosed once closed.
+        self._gate = StoreGate()
         if table is not None and (store is None or isinstance(store, Store)):
             raise ValueError("table= applies to a SQLite or PostgreSQL store opened from a path"
                              " or URL here; a Store object has its table already")
@@ -311,11 +315,11 @@ class DurableScheduler:
         Returns False when nothing of it is pending or running in the store.
         A version already running (here or elsewhere) runs on; here its
         ``current_task().cancel_requested`` turns true; one claimed here but not
-        started never starts. One store write.
+        started never starts. One store write; SchedulerClosed once closed.
         """
         check_key(task_id, "task_id")
-        version = self.store.cancel(task_id)
-        series = self._series.end(task_id)
+        version = self._gate.call(partial(self.store.cancel, task_id))
+        series = self._gate.call(partial(self._series.end, task_id))
         if version is None:
             return series
         s = self._s
@@ -388,12 +392,12 @@ class DurableScheduler:
         spec = encode_spec(trigger, Policies(misfire_grace, catch_up, overlap, on_error,
                                              max_catch_up), now.wall)
         self._check_open()
-        self._replace_one_shot(task_id)
-        generation = self._series.table.put(task_id, spec, ref, args_text, priority, queue,
-                                            now.wall)
+        self._gate.call(partial(self._replace_one_shot, task_id))
+        generation = self._gate.call(partial(self._series.table.put, task_id, spec, ref,
+                                             args_text, priority, queue, now.wall))
         entry = self._series.adopt(SeriesRow(task_id, generation, ACTIVE, spec, ref, args_text,
                                              priority, queue, now.wall, None))
-        return DurableSeriesHandle(self._series, entry, entry.series or probe)
+        return DurableSeriesHandle(self._series, entry, entry.series or probe, self._gate)
 
     def _replace_one_shot(self, task_id: str) -> None:
         """A series of ``task_id`` replaces its pending one-shot version (a running one runs on)."""
@@ -412,8 +416,9 @@ class DurableScheduler:
         self._series.hub.remove_listener(fn)
 
     def row(self, task_id: str) -> dict[str, Any] | None:
-        """The stored row of ``task_id`` (every column), or None. One store read."""
-        return self.store.get(task_id)
+        """The stored row of ``task_id`` (every column), or None. One store read.
+        SchedulerClosed once closed."""
+        return self._gate.call(partial(self.store.get, task_id))
 
     def stats(self) -> dict[str, Any]:
         """This process's view: owner, state, local pending entries, runs in flight, and
@@ -478,8 +483,14 @@ class DurableScheduler:
             raise SchedulerClosed("the durable scheduler is closed")
 
     def _cancel_version(self, future: DurableFuture) -> bool:
-        """``future.cancel()``: cancel its version in the store if still pending there."""
-        if self.store.cancel(future.task_id, future.version) is None:
+        """``future.cancel()``: cancel its version in the store if still pending there
+        (False once closed: its Future fails with SchedulerClosed)."""
+        try:
+            cancelled = self._gate.call(partial(self.store.cancel, future.task_id,
+                                                future.version))
+        except SchedulerClosed:
+            return False
+        if cancelled is None:
             return False
         with self._s.lock:
             self._mirror.cancel_local(future.task_id, future.version + 1)
@@ -495,6 +506,7 @@ class DurableScheduler:
             if thread is not threading.current_thread() and not thread.name.endswith("claim"):
                 thread.join()
         self._runs.close_pool(wait=True)
+        self._gate.close()
         if self._owns_store:
             self.store.close()
         with s.lock:
