@@ -60,7 +60,22 @@ from .store import NewTask, Store, check_key, encode_args
 from .stores import open_store
 from .timebase import Timebase
 
-__all__ = ["DurableFuture", "DurableScheduler", "DurableTaskFailed", "current_task"]
+__all__ = ["MIN_LEASE", "MIN_PERIOD", "DurableFuture", "DurableScheduler", "DurableTaskFailed",
+           "current_task"]
+
+# The shortest period of a worker thread's rounds (heartbeat, poll_interval,
+# resync_interval), in seconds. Each round is a store round trip (a SQLite commit or
+# a PostgreSQL query: some 0.1 to 1 ms at best) and a wait; a period below the
+# platform's timer granularity (Linux's timer slack is 50 us, Windows's timer ticks
+# 1 to 15.6 ms) leaves no wait at all, and the thread spins.
+MIN_PERIOD = 0.001
+# The shortest lease, in seconds. A claimed run starts only while its lease is
+# provably live, within about two thirds of the lease (two heartbeats by default)
+# from when its claim was sent: the claim's round trip and the hand-off to a worker
+# must fit in that window. 0.1 s leaves 67 ms, and a heartbeat of 33 ms, well above
+# MIN_PERIOD: room for a round trip to a database across a network; a shorter lease
+# would mostly claim runs that never start, and renew them in a busy loop.
+MIN_LEASE = 0.1
 
 
 class DurableScheduler:
@@ -121,12 +136,12 @@ class DurableScheduler:
         if retention is not None:
             retention = _positive(retention, "retention")
         stale_after = _positive(stale_after, "stale_after")
-        lease = _positive(lease, "lease")
-        beat = _positive(lease / 3 if heartbeat is None else heartbeat, "heartbeat")
+        lease = _positive(lease, "lease", MIN_LEASE)
+        beat = _positive(lease / 3 if heartbeat is None else heartbeat, "heartbeat", MIN_PERIOD)
         if beat >= lease:
             raise ValueError("heartbeat must be shorter than lease")
-        poll = _positive(poll_interval, "poll_interval")
-        resync_every = _positive(resync_interval, "resync_interval")
+        poll = _positive(poll_interval, "poll_interval", MIN_PERIOD)
+        resync_every = _positive(resync_interval, "resync_interval", MIN_PERIOD)
         max_skew = _positive(max_clock_skew, "max_clock_skew")
         if owner is not None and check_key(owner, "owner") == "":
             raise ValueError("owner must be a non-empty str")
@@ -530,10 +545,13 @@ def _queues(queues: Iterable[str]) -> tuple[str, ...]:
     return served
 
 
-def _positive(value: Any, name: str) -> float:
+def _positive(value: Any, name: str, minimum: float = 0.0) -> float:
+    """``value`` as seconds: more than 0, at least ``minimum``, at most a thread's wait."""
     seconds = check_time(value, name)
     if seconds <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
+    if seconds < minimum:
+        raise ValueError(f"{name} must be at least {minimum} s, got {value!r}")
     # Each of these durations (or a part of one) is a wait of a worker thread,
     # which raises OverflowError past the platform's limit (about 292 years).
     if seconds > threading.TIMEOUT_MAX:
