@@ -174,7 +174,7 @@ class SeriesDriver:
         try:
             if not row.id_is_text:
                 raise BadRow("its series_id is not valid UTF-8 text")
-            check_row_fields(row.state, row.created, row.last_fire)
+            check_row_fields(row)
             spec = decode_spec(row.spec)
             args, kwargs = decode_args(row.args)
             fn = self.registry.resolve(row.ref)
