@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from .._validate import INT64_MAX, check_priority
 from ..calendar import Cron, Every
+from ._walltime import WALL_MAX, WALL_MIN
 from .errors import BadRow
 from .series_table import ACTIVE, PAUSED, SeriesRow
 from .store import parse_json
@@ -24,11 +25,9 @@ from .store import parse_json
 __all__ = ["MIN_PERIOD", "Policies", "SeriesSpec", "check_row_fields", "decode_spec",
            "encode_spec"]
 
-# The wall instants a series row may hold: those of a datetime (years 1 to 9999).
-# Beyond them a trigger's arithmetic overflows, or an Every counts fire times that a
-# float cannot tell apart, without end.
-_WALL_MIN = datetime.min.replace(tzinfo=timezone.utc).timestamp()
-_WALL_MAX = datetime.max.replace(tzinfo=timezone.utc).timestamp()
+# The wall instants a series row may hold are those of a datetime (WALL_MIN to
+# WALL_MAX): beyond them a trigger's arithmetic overflows, or an Every counts fire
+# times that a float cannot tell apart, without end.
 
 SPEC_FORMAT = 1
 # The shortest period of a durable Every, in seconds. Fire times are wall instants
@@ -130,7 +129,7 @@ def check_row_fields(row: SeriesRow) -> None:
         raise BadRow(f"its state {row.state!r} is neither {ACTIVE!r} nor {PAUSED!r}")
     for name, value in (("created", row.created), ("floor or newest fire time", row.last_fire)):
         if value is not None and (type(value) not in (int, float)
-                                  or not _WALL_MIN <= value <= _WALL_MAX):
+                                  or not WALL_MIN <= value <= WALL_MAX):
             raise BadRow(f"its {name} {value!r} is not a time of a date")
     try:
         check_priority(row.priority)

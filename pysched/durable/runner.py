@@ -54,6 +54,7 @@ from ._running import Runs
 from ._series import DurableSeriesHandle, SeriesDriver
 from ._series_spec import Policies, encode_spec
 from ._shared import CLOSED, CLOSING, OPEN, Shared, log
+from ._walltime import check_wall
 from .registry import REGISTRY, TaskRegistry
 from .series_table import ACTIVE, SeriesRow
 from .store import NewTask, Store, check_key, encode_args
@@ -262,8 +263,9 @@ class DurableScheduler:
         delay = check_time(delay, "delay")
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay!r}")
-        return self.schedule(task_id, self._s.clock() + delay, priority, fn, args, kwargs,
-                             queue=queue)
+        run_at = self._s.clock() + delay
+        check_wall(self.timebase.to_wall(run_at), "delay", delay)
+        return self.schedule(task_id, run_at, priority, fn, args, kwargs, queue=queue)
 
     def schedule_at(self, task_id: str, when: datetime.datetime, priority: int,
                     fn: Callable[..., Any], args: Sequence[Any] = (),
@@ -279,6 +281,7 @@ class DurableScheduler:
             raise TypeError(f"when must be a datetime, not {type(when).__name__}")
         if when.tzinfo is None or when.utcoffset() is None:
             raise ValueError(f"when must be an aware datetime (with a tzinfo), got {when!r}")
+        check_wall(when.timestamp(), "when", when)  # 9999-12-31 23:00-05:00 is in year 10000
         return self.schedule_many([(task_id, self.timebase.to_mono(when.timestamp()), priority,
                                     fn, args, kwargs)], queue=queue)[0]
 
@@ -296,10 +299,12 @@ class DurableScheduler:
             task_id, run_at, priority, fn, *rest = item
             check_key(task_id, "task_id")
             run_at = check_time(run_at, "run_at")
+            wall = self.timebase.to_wall(run_at)
+            check_wall(wall, "run_at", run_at)
             args = encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)
             ref = self.registry.reference(fn)
-            new.append(NewTask(task_id, self.timebase.to_wall(run_at), check_priority(priority),
-                               ref, args, queue or self.registry.options(ref).queue))
+            new.append(NewTask(task_id, wall, check_priority(priority), ref, args,
+                               queue or self.registry.options(ref).queue))
         s = self._s
         futures, cancelled = [], []
         served = s.served()
