@@ -39,6 +39,7 @@ from ..calendar.events import CANCELLED as CANCELLED_REASON
 from ..calendar.events import CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import fire_datetimes
 from . import _local
+from ._gate import StoreGate
 from ._local import RunningTask
 from ._running import lease_live, renew
 from ._series_spec import check_row_fields, decode_spec
@@ -173,13 +174,15 @@ class SeriesDriver:
         try:
             if not row.id_is_text:
                 raise BadRow("its series_id is not valid UTF-8 text")
-            check_row_fields(row.state, row.created, row.last_fire)
+            check_row_fields(row)
             spec = decode_spec(row.spec)
             args, kwargs = decode_args(row.args)
             fn = self.registry.resolve(row.ref)
             last_fire = row.last_fire
-            if last_fire is None and isinstance(spec.trigger, Cron):
-                last_fire = row.created  # fire times missed before any claim still count
+            if isinstance(spec.trigger, Cron) and (last_fire is None or last_fire < row.created):
+                # Fire times missed since it was stored still count, none from before: a
+                # floor below ``created`` (an older pysched's prune) must not reach them.
+                last_fire = row.created
             series = Series(row.series_id, spec.trigger, now, last_fire=last_fire,
                             timeline="wall", **spec.policies._asdict())
         except (BadRow, UnknownTask, ValueError, TypeError, OverflowError) as exc:
@@ -483,15 +486,18 @@ class DurableSeriesHandle:
     ``pause``, ``resume`` and ``cancel`` write the store (every process
     follows within its ``poll_interval``) and act here at once. Once the
     series is replaced by id (here or elsewhere) or ended, they do nothing and
-    ``cancel`` returns False.
+    ``cancel`` returns False; once the scheduler is closed they raise
+    SchedulerClosed.
     """
 
-    __slots__ = ("series_id", "generation", "_driver", "_trigger_series")
+    __slots__ = ("series_id", "generation", "_driver", "_trigger_series", "_gate")
 
-    def __init__(self, driver: SeriesDriver, entry: Entry, trigger_series: Series) -> None:
+    def __init__(self, driver: SeriesDriver, entry: Entry, trigger_series: Series,
+                 gate: StoreGate) -> None:
         self.series_id = entry.row.series_id
         self.generation = entry.generation
         self._driver = driver
+        self._gate = gate  # its scheduler's: the store writes, refused once it is closed
         # The series as computed here: the one the book runs, or one only to look ahead with.
         self._trigger_series = trigger_series
 
@@ -532,7 +538,7 @@ class DurableSeriesHandle:
 
     def pause(self) -> None:
         """Start no more runs of it in any process until ``resume``."""
-        if self._driver.table.set_state(self.series_id, self.generation, PAUSED):
+        if self._set_state(PAUSED):
             with self._driver.lock:
                 if self._local() is not None and not self._trigger_series.paused:
                     self._driver.book.pause(self.series_id)
@@ -542,7 +548,7 @@ class DurableSeriesHandle:
 
     def resume(self) -> None:
         """Resume; fire times that came due while paused are skipped, with events."""
-        if self._driver.table.set_state(self.series_id, self.generation, ACTIVE):
+        if self._set_state(ACTIVE):
             now = self._driver.checked_read()
             with self._driver.lock:
                 if self._local() is not None and self._trigger_series.paused:
@@ -554,7 +560,7 @@ class DurableSeriesHandle:
 
     def cancel(self) -> bool:
         """End the series in every process; False if it had already ended or been replaced."""
-        if not self._driver.table.set_state(self.series_id, self.generation, CANCELLED):
+        if not self._set_state(CANCELLED):
             return False
         with self._driver.lock:
             if self._local() is not None:
@@ -565,3 +571,7 @@ class DurableSeriesHandle:
             self._driver.wakeup.notify_all()
         self._driver.book.flush()
         return True
+
+    def _set_state(self, state: str) -> bool:
+        return self._gate.call(partial(self._driver.table.set_state, self.series_id,
+                                       self.generation, state))

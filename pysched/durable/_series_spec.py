@@ -15,19 +15,19 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
+from .._validate import INT64_MAX, check_priority
 from ..calendar import Cron, Every
+from ._walltime import WALL_MAX, WALL_MIN
 from .errors import BadRow
-from .series_table import ACTIVE, PAUSED
+from .series_table import ACTIVE, PAUSED, SeriesRow
 from .store import parse_json
 
 __all__ = ["MIN_PERIOD", "Policies", "SeriesSpec", "check_row_fields", "decode_spec",
            "encode_spec"]
 
-# The wall instants a series row may hold: those of a datetime (years 1 to 9999).
-# Beyond them a trigger's arithmetic overflows, or an Every counts fire times that a
-# float cannot tell apart, without end.
-_WALL_MIN = datetime.min.replace(tzinfo=timezone.utc).timestamp()
-_WALL_MAX = datetime.max.replace(tzinfo=timezone.utc).timestamp()
+# The wall instants a series row may hold are those of a datetime (WALL_MIN to
+# WALL_MAX): beyond them a trigger's arithmetic overflows, or an Every counts fire
+# times that a float cannot tell apart, without end.
 
 SPEC_FORMAT = 1
 # The shortest period of a durable Every, in seconds. Fire times are wall instants
@@ -121,12 +121,20 @@ def _check_period(every: Every) -> Every:
     return every
 
 
-def check_row_fields(state: Any, created: Any, last_fire: Any) -> None:
-    """Raise BadRow unless a series row's state is active or paused and its wall instants
-    (``created``, the newest fire time claimed or its floor) are times of a date."""
-    if state not in (ACTIVE, PAUSED):
-        raise BadRow(f"its state {state!r} is neither {ACTIVE!r} nor {PAUSED!r}")
-    for name, value in (("created", created), ("floor or newest fire time", last_fire)):
+def check_row_fields(row: SeriesRow) -> None:
+    """Raise BadRow unless a series row's state is active or paused, its wall instants
+    (``created``, the newest fire time claimed or its floor) are times of a date, and
+    its priority and generation are ints ``schedule_recurring`` could have stored."""
+    if row.state not in (ACTIVE, PAUSED):
+        raise BadRow(f"its state {row.state!r} is neither {ACTIVE!r} nor {PAUSED!r}")
+    for name, value in (("created", row.created), ("floor or newest fire time", row.last_fire)):
         if value is not None and (type(value) not in (int, float)
-                                  or not _WALL_MIN <= value <= _WALL_MAX):
+                                  or not WALL_MIN <= value <= WALL_MAX):
             raise BadRow(f"its {name} {value!r} is not a time of a date")
+    try:
+        check_priority(row.priority)
+    except (TypeError, OverflowError):
+        raise BadRow(f"its priority {row.priority!r} is not a 64-bit int") from None
+    # As a task's version: put() writes 1 and counts up, so no other value is its row's.
+    if type(row.generation) is not int or not 0 < row.generation <= INT64_MAX:
+        raise BadRow(f"its generation {row.generation!r} is not a positive 64-bit int")

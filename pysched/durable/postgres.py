@@ -22,9 +22,11 @@ import json
 import select
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
 
 try:
     import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("PostgresStore needs psycopg 3: pip install 'pysched[postgres]'") from exc
 
@@ -42,7 +44,7 @@ from .store import (
     parse_json,
 )
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "connect"]
 
 NOW = "extract(epoch from clock_timestamp())"
 _WRITE_ATTEMPTS = 3  # a write aborted to break a lock cycle is tried this often in all
@@ -97,7 +99,7 @@ class PostgresStore(Store):
                 db.execute(statement)
 
     def _connect(self) -> psycopg.Connection[Any]:
-        db = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._timeout))
+        db = connect(self.url, connect_timeout=self._timeout)
         self._pid_of[id(db)] = db.info.backend_pid
         self._own_pids.add(db.info.backend_pid)
         return db
@@ -437,6 +439,40 @@ class PostgresStore(Store):
         self._conns.close_all()
         if self._listener is not None:
             self._disconnect(self._listener)
+
+
+def connect(url: str, *, connect_timeout: float) -> psycopg.Connection[Any]:
+    """An autocommit connection to ``url``; its failure, of psycopg's class, says which
+    server, database and user it tried and never repeats the password: psycopg's own
+    message names the server only, and repeats the part of a malformed URL it could not
+    read, which may be the password (the error is raised ``from None`` for that reason)."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=int(connect_timeout))
+    except psycopg.Error as exc:
+        raise type(exc)(_connect_error(url, exc)) from None
+
+
+def _connect_error(url: str, exc: psycopg.Error) -> str:
+    """The message of a failed connection to ``url``: which server, database and user
+    (never the password), and psycopg's reason with every form of the password hidden."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.Error:
+        where, params = "at a URL that psycopg cannot read", {}
+    else:
+        named = {k: params[k] for k in ("host", "hostaddr", "port", "dbname", "user")
+                 if params.get(k)}
+        where = f"({make_conninfo('', **named)})" if named else "(libpq's defaults)"
+    try:
+        raw = urlsplit(url).password
+    except ValueError:
+        raw = None
+    reason = str(exc).strip()
+    # Longest first: the raw password may contain the decoded one.
+    secrets = {params.get("password"), raw, None if raw is None else unquote(raw)}
+    for secret in sorted((str(s) for s in secrets if s), key=len, reverse=True):
+        reason = reason.replace(secret, "***")
+    return f"cannot connect to PostgreSQL {where}: {reason}"
 
 
 def _usable(db: psycopg.Connection[Any]) -> bool:

@@ -5,7 +5,10 @@ reading it back can turn into the same callable. Two kinds of names:
 
 - a registered name: ``@registry.task`` (or ``register(fn, name=...)``) maps
   it to the function in this process; the module that registers it must be
-  imported by every worker before it starts (as with Celery's ``include``);
+  imported by every worker before it starts (as with Celery's ``include``).
+  Without ``name=`` it is the function's ``module:qualname``, checked when it
+  is first stored (``reference``): a decorator runs before its module binds
+  the name, so importing it cannot give the function back until then;
 - ``module:qualname`` of a function, resolved by importing the module, but
   only when the module is in ``allowed_modules`` and the object found is a
   Python function whose own ``__module__`` and ``__qualname__`` are exactly
@@ -79,11 +82,20 @@ class TaskRegistry:
         self._by_name: dict[str, Callable[..., Any]] = {}
         self._name_of: dict[Callable[..., Any], str] = {}
         self._options: dict[str, TaskOptions] = {}
+        # Names taken from module:qualname at registration, not yet shown to import back
+        # to their function: ``reference`` checks each once, when it is first stored.
+        self._unchecked: set[str] = set()
         self.allowed_modules: tuple[str, ...] = tuple(allowed_modules)
 
     def register(self, fn: F, name: str | None = None, *, queue: str | None = None,
                  retry: Retry | None = None) -> F:
         """Register ``fn`` under ``name`` (default ``module:qualname``) and return it.
+
+        The default name is read from ``fn`` itself, so ``@task`` works on a
+        function whose module is still being imported; a lambda, a nested
+        function or one in ``__main__`` has none (NotDurable). That importing
+        the name gives ``fn`` back is checked at its first ``reference``, once
+        the module is imported.
 
         ``queue`` is where its versions go unless ``schedule(..., queue=)`` says
         otherwise (default ``"default"``); ``retry`` its policy for failures
@@ -97,8 +109,9 @@ class TaskRegistry:
             raise TypeError(f"retry must be a Retry, not {type(retry).__name__}")
         if not callable(fn):
             raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        default = name is None
         if name is None:
-            name = _import_name(fn)
+            name = _qualified_name(fn)
             if name is None:
                 raise NotDurable(_why_not_durable(fn) + "; pass name= to register it")
         if check_key(name, "name") == "":
@@ -110,6 +123,10 @@ class TaskRegistry:
             self._by_name[name] = fn
             self._name_of.setdefault(fn, name)
             self._options[name] = TaskOptions(queue or DEFAULT_QUEUE, retry)
+            if default and old is None:
+                self._unchecked.add(name)
+            elif not default:
+                self._unchecked.discard(name)  # a name given is the caller's to keep
         return fn
 
     def task(self, fn: F | None = None, *, name: str | None = None, queue: str | None = None,
@@ -144,6 +161,8 @@ class TaskRegistry:
             raise TypeError(f"fn must be callable, not {type(fn).__name__}")
         name = self._name_of.get(fn) if _hashable(fn) else None
         if name is not None:
+            if name in self._unchecked:
+                self._check_import_name(fn, name)
             return name
         name = _import_name(fn)
         if name is None:
@@ -155,6 +174,17 @@ class TaskRegistry:
                 f"{self.allowed_modules!r}: decorate it with @pysched.durable.task or allow "
                 "its module, so that a worker can run it after a restart")
         return name
+
+    def _check_import_name(self, fn: Callable[..., Any], name: str) -> None:
+        """Raise NotDurable unless importing ``name``, the default name ``fn`` was registered
+        under, gives ``fn`` back (after that, never check it again)."""
+        if _import_name(fn) != name:
+            raise NotDurable(
+                f"fn was registered as {name}, but importing that name does not give it back"
+                " (the name is bound to something else, such as another decorator's wrapper,"
+                " or the module cannot be imported by that name): pass name= to register it")
+        with self._lock:
+            self._unchecked.discard(name)
 
     def resolve(self, ref: str) -> Callable[..., Any]:
         """The callable named by ``ref``, or UnknownTask saying why there is none."""
@@ -195,22 +225,31 @@ def _hashable(fn: Any) -> bool:
     return True
 
 
-def _import_name(fn: Any) -> str | None:
-    """``module:qualname`` if importing it gives back ``fn`` itself, else None."""
-    module = getattr(fn, "__module__", None)
-    qualname = getattr(fn, "__qualname__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str) or module == "__main__":
+def _qualified_name(fn: Any) -> str | None:
+    """``module:qualname`` of a Python function, as the function itself says, or None
+    where that cannot name it after a restart (a lambda, a nested function, ``__main__``)."""
+    if not isinstance(fn, types.FunctionType):
+        return None
+    module, qualname = fn.__module__, fn.__qualname__
+    if not isinstance(module, str) or module == "__main__":
         return None
     name = f"{module}:{qualname}"
-    if _IMPORT_REF.match(name) is None:
+    return name if _IMPORT_REF.match(name) is not None else None
+
+
+def _import_name(fn: Any) -> str | None:
+    """``module:qualname`` if importing it gives back ``fn`` itself, else None."""
+    name = _qualified_name(fn)
+    if name is None:
         return None
+    module, _, qualname = name.partition(":")
     try:
         obj: Any = importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
         return None
-    return name if obj is fn and _not_defined_as(obj, module, qualname) is None else None
+    return name if obj is fn else None
 
 
 def _not_defined_as(obj: Any, module: str, qualname: str) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +35,11 @@ class Retry:
         for name, value in (("backoff", backoff), ("max_backoff", max_backoff)):
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        # The longest duration a durable scheduler takes (about 292 years): a retry's run
+        # time stays a date a store keeps, where 1e300 s from now is none.
+        if max_backoff > threading.TIMEOUT_MAX:
+            raise ValueError(f"max_backoff must be at most {threading.TIMEOUT_MAX:.0f} s,"
+                             f" got {max_backoff!r}")
         kinds = (on,) if isinstance(on, type) else tuple(on)
         if not kinds or not all(isinstance(k, type) and issubclass(k, BaseException)
                                 for k in kinds):

@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
+from functools import partial
 from typing import Any
 
 from .._errors import SchedulerClosed
@@ -42,6 +43,7 @@ from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
 from ._futures import DurableFuture, DurableTaskFailed
+from ._gate import StoreGate
 from ._heartbeat import Heartbeat
 from ._housekeeping import Housekeeper
 from ._listening import Listener
@@ -52,13 +54,29 @@ from ._running import Runs
 from ._series import DurableSeriesHandle, SeriesDriver
 from ._series_spec import Policies, encode_spec
 from ._shared import CLOSED, CLOSING, OPEN, Shared, log
+from ._walltime import check_wall
 from .registry import REGISTRY, TaskRegistry
 from .series_table import ACTIVE, SeriesRow
 from .store import NewTask, Store, check_key, encode_args
 from .stores import open_store
 from .timebase import Timebase
 
-__all__ = ["DurableFuture", "DurableScheduler", "DurableTaskFailed", "current_task"]
+__all__ = ["MIN_LEASE", "MIN_PERIOD", "DurableFuture", "DurableScheduler", "DurableTaskFailed",
+           "current_task"]
+
+# The shortest period of a worker thread's rounds (heartbeat, poll_interval,
+# resync_interval), in seconds. Each round is a store round trip (a SQLite commit or
+# a PostgreSQL query: some 0.1 to 1 ms at best) and a wait; a period below the
+# platform's timer granularity (Linux's timer slack is 50 us, Windows's timer ticks
+# 1 to 15.6 ms) leaves no wait at all, and the thread spins.
+MIN_PERIOD = 0.001
+# The shortest lease, in seconds. A claimed run starts only while its lease is
+# provably live, within about two thirds of the lease (two heartbeats by default)
+# from when its claim was sent: the claim's round trip and the hand-off to a worker
+# must fit in that window. 0.1 s leaves 67 ms, and a heartbeat of 33 ms, well above
+# MIN_PERIOD: room for a round trip to a database across a network; a shorter lease
+# would mostly claim runs that never start, and renew them in a busy loop.
+MIN_LEASE = 0.1
 
 
 class DurableScheduler:
@@ -97,6 +115,12 @@ class DurableScheduler:
     how far this node's wall clock may be from the database's before it is
     refused and the database's used instead, and how far ahead of the
     database's clock the shared high-water mark may be moved.
+
+    ``listeners``: called with each event of the recurring series from the
+    start, as ``add_listener`` does from its call on. The series stored
+    before this scheduler starts are adopted, and their missed fire times
+    reported, as soon as it starts: a listener added after the constructor
+    returns may miss those events.
     """
 
     def __init__(self, store: Store | str | os.PathLike[str] | None = None, *,
@@ -108,8 +132,13 @@ class DurableScheduler:
                  retention: float | None = 7 * 86_400.0, stale_after: float = 300.0,
                  registry: TaskRegistry = REGISTRY, executor: Executor | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time,
+                 listeners: Iterable[Callable[[Event], object]] = ()) -> None:
         max_workers = check_capacity(max_workers, "max_workers")
+        listeners = tuple(listeners)
+        for listener in listeners:
+            if not callable(listener):
+                raise TypeError(f"listeners must be callables, not {type(listener).__name__}")
         # No prefetch given: max_workers, grown with the run rate (see _claiming).
         grow = AUTO_PREFETCH_MAX if prefetch is None and max_workers > 0 else 0
         prefetch = max_workers if prefetch is None else check_capacity(prefetch, "prefetch")
@@ -119,16 +148,18 @@ class DurableScheduler:
         if retention is not None:
             retention = _positive(retention, "retention")
         stale_after = _positive(stale_after, "stale_after")
-        lease = _positive(lease, "lease")
-        beat = _positive(lease / 3 if heartbeat is None else heartbeat, "heartbeat")
+        lease = _positive(lease, "lease", MIN_LEASE)
+        beat = _positive(lease / 3 if heartbeat is None else heartbeat, "heartbeat", MIN_PERIOD)
         if beat >= lease:
             raise ValueError("heartbeat must be shorter than lease")
-        poll = _positive(poll_interval, "poll_interval")
-        resync_every = _positive(resync_interval, "resync_interval")
+        poll = _positive(poll_interval, "poll_interval", MIN_PERIOD)
+        resync_every = _positive(resync_interval, "resync_interval", MIN_PERIOD)
         max_skew = _positive(max_clock_skew, "max_clock_skew")
         if owner is not None and check_key(owner, "owner") == "":
             raise ValueError("owner must be a non-empty str")
         self._owns_store = not isinstance(store, Store)
+        # The store calls of the public methods: SchedulerClosed once closed.
+        self._gate = StoreGate()
         if table is not None and (store is None or isinstance(store, Store)):
             raise ValueError("table= applies to a SQLite or PostgreSQL store opened from a path"
                              " or URL here; a Store object has its table already")
@@ -162,6 +193,8 @@ class DurableScheduler:
             retention=retention)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
+        for listener in listeners:  # before the series thread adopts anything
+            self._series.hub.add_listener(listener)
         self._heartbeat = Heartbeat(s, also=self._series.heartbeat)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
@@ -243,8 +276,9 @@ class DurableScheduler:
         delay = check_time(delay, "delay")
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay!r}")
-        return self.schedule(task_id, self._s.clock() + delay, priority, fn, args, kwargs,
-                             queue=queue)
+        run_at = self._s.clock() + delay
+        check_wall(self.timebase.to_wall(run_at), "delay", delay)
+        return self.schedule(task_id, run_at, priority, fn, args, kwargs, queue=queue)
 
     def schedule_at(self, task_id: str, when: datetime.datetime, priority: int,
                     fn: Callable[..., Any], args: Sequence[Any] = (),
@@ -260,6 +294,7 @@ class DurableScheduler:
             raise TypeError(f"when must be a datetime, not {type(when).__name__}")
         if when.tzinfo is None or when.utcoffset() is None:
             raise ValueError(f"when must be an aware datetime (with a tzinfo), got {when!r}")
+        check_wall(when.timestamp(), "when", when)  # 9999-12-31 23:00-05:00 is in year 10000
         return self.schedule_many([(task_id, self.timebase.to_mono(when.timestamp()), priority,
                                     fn, args, kwargs)], queue=queue)[0]
 
@@ -277,10 +312,12 @@ class DurableScheduler:
             task_id, run_at, priority, fn, *rest = item
             check_key(task_id, "task_id")
             run_at = check_time(run_at, "run_at")
+            wall = self.timebase.to_wall(run_at)
+            check_wall(wall, "run_at", run_at)
             args = encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)
             ref = self.registry.reference(fn)
-            new.append(NewTask(task_id, self.timebase.to_wall(run_at), check_priority(priority),
-                               ref, args, queue or self.registry.options(ref).queue))
+            new.append(NewTask(task_id, wall, check_priority(priority), ref, args,
+                               queue or self.registry.options(ref).queue))
         s = self._s
         futures, cancelled = [], []
         served = s.served()
@@ -311,11 +348,11 @@ class DurableScheduler:
         Returns False when nothing of it is pending or running in the store.
         A version already running (here or elsewhere) runs on; here its
         ``current_task().cancel_requested`` turns true; one claimed here but not
-        started never starts. One store write.
+        started never starts. One store write; SchedulerClosed once closed.
         """
         check_key(task_id, "task_id")
-        version = self.store.cancel(task_id)
-        series = self._series.end(task_id)
+        version = self._gate.call(partial(self.store.cancel, task_id))
+        series = self._gate.call(partial(self._series.end, task_id))
         if version is None:
             return series
         s = self._s
@@ -388,12 +425,12 @@ class DurableScheduler:
         spec = encode_spec(trigger, Policies(misfire_grace, catch_up, overlap, on_error,
                                              max_catch_up), now.wall)
         self._check_open()
-        self._replace_one_shot(task_id)
-        generation = self._series.table.put(task_id, spec, ref, args_text, priority, queue,
-                                            now.wall)
+        self._gate.call(partial(self._replace_one_shot, task_id))
+        generation = self._gate.call(partial(self._series.table.put, task_id, spec, ref,
+                                             args_text, priority, queue, now.wall))
         entry = self._series.adopt(SeriesRow(task_id, generation, ACTIVE, spec, ref, args_text,
                                              priority, queue, now.wall, None))
-        return DurableSeriesHandle(self._series, entry, entry.series or probe)
+        return DurableSeriesHandle(self._series, entry, entry.series or probe, self._gate)
 
     def _replace_one_shot(self, task_id: str) -> None:
         """A series of ``task_id`` replaces its pending one-shot version (a running one runs on)."""
@@ -412,8 +449,9 @@ class DurableScheduler:
         self._series.hub.remove_listener(fn)
 
     def row(self, task_id: str) -> dict[str, Any] | None:
-        """The stored row of ``task_id`` (every column), or None. One store read."""
-        return self.store.get(task_id)
+        """The stored row of ``task_id`` (every column), or None. One store read.
+        SchedulerClosed once closed."""
+        return self._gate.call(partial(self.store.get, task_id))
 
     def stats(self) -> dict[str, Any]:
         """This process's view: owner, state, local pending entries, runs in flight, and
@@ -478,8 +516,14 @@ class DurableScheduler:
             raise SchedulerClosed("the durable scheduler is closed")
 
     def _cancel_version(self, future: DurableFuture) -> bool:
-        """``future.cancel()``: cancel its version in the store if still pending there."""
-        if self.store.cancel(future.task_id, future.version) is None:
+        """``future.cancel()``: cancel its version in the store if still pending there
+        (False once closed: its Future fails with SchedulerClosed)."""
+        try:
+            cancelled = self._gate.call(partial(self.store.cancel, future.task_id,
+                                                future.version))
+        except SchedulerClosed:
+            return False
+        if cancelled is None:
             return False
         with self._s.lock:
             self._mirror.cancel_local(future.task_id, future.version + 1)
@@ -495,6 +539,7 @@ class DurableScheduler:
             if thread is not threading.current_thread() and not thread.name.endswith("claim"):
                 thread.join()
         self._runs.close_pool(wait=True)
+        self._gate.close()
         if self._owns_store:
             self.store.close()
         with s.lock:
@@ -518,10 +563,13 @@ def _queues(queues: Iterable[str]) -> tuple[str, ...]:
     return served
 
 
-def _positive(value: Any, name: str) -> float:
+def _positive(value: Any, name: str, minimum: float = 0.0) -> float:
+    """``value`` as seconds: more than 0, at least ``minimum``, at most a thread's wait."""
     seconds = check_time(value, name)
     if seconds <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
+    if seconds < minimum:
+        raise ValueError(f"{name} must be at least {minimum} s, got {value!r}")
     # Each of these durations (or a part of one) is a wait of a worker thread,
     # which raises OverflowError past the platform's limit (about 292 years).
     if seconds > threading.TIMEOUT_MAX:

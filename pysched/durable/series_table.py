@@ -117,8 +117,11 @@ class SeriesTable(ABC):
     @abstractmethod
     def prune(self, age: float) -> int:
         """Forget the ended claims of fire times more than ``age`` seconds old (store clock);
-        how many. Each series' ``floor`` moves up to that instant first, and no fire time at
-        or below a floor is ever claimed, so a forgotten claim is never made again."""
+        how many. The ``floor`` of each series stored at or before that instant moves up to
+        it first, and no fire time at or below a floor is ever claimed, so a forgotten claim
+        is never made again. A series stored later keeps its floor: a floor below its
+        ``created`` would have a worker that adopts it count fire times from before it was
+        stored."""
 
     @abstractmethod
     def fire(self, series_id: str, generation: int, fire_time: float) -> dict[str, Any] | None:
@@ -261,9 +264,10 @@ class MemorySeriesTable(SeriesTable):
             before = self._clock() - age
             floored = set()
             for row in self._series.values():
-                if row["floor"] is None or row["floor"] < before:
+                if row["created"] <= before and (row["floor"] is None or row["floor"] < before):
                     row["floor"] = before
-                floored.add(row["series_id"])
+                if row["floor"] is not None and row["floor"] >= before:
+                    floored.add(row["series_id"])
             old = [key for key, row in self._fires.items()
                    if row["state"] != RUNNING and row["fire_time"] <= before
                    and key[0] in floored]
@@ -435,8 +439,8 @@ class SQLSeriesTable(SeriesTable):
         before = float(now) - age
         # The floor first, in its own transaction: from then on no claim can be made
         # at or below it, so deleting the claims below it cannot let one run again.
-        self._sql(f"UPDATE {self._s} SET floor = :before WHERE floor IS NULL OR floor < :before",
-                  {"before": before})
+        self._sql(f"UPDATE {self._s} SET floor = :before WHERE created <= :before"
+                  " AND (floor IS NULL OR floor < :before)", {"before": before})
         return len(self._sql(
             f"DELETE FROM {self._f} WHERE state <> 'running' AND fire_time <= :before"
             f" AND EXISTS (SELECT 1 FROM {self._s} s WHERE s.series_id = {self._f}.series_id"

@@ -78,11 +78,17 @@ class SQLiteStore(Store):
                 db.execute(statement)
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
-                             check_same_thread=False)
-        db.text_factory = _text
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={self._synchronous}")
+        db: sqlite3.Connection | None = None
+        try:
+            db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
+                                 check_same_thread=False)
+            db.text_factory = _text
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={self._synchronous}")
+        except sqlite3.Error as exc:  # SQLite's own message does not say which file
+            if db is not None:
+                db.close()
+            raise type(exc)(_open_error(self.path, exc)) from exc
         return db
 
     def series_table(self) -> SQLSeriesTable:
@@ -382,3 +388,10 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def _open_error(path: str, exc: sqlite3.Error) -> str:
+    """The message of a failed open of the database file at ``path``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    missing = "" if os.path.isdir(directory) else f" (the directory {directory!r} does not exist)"
+    return f"cannot open the SQLite database {path!r}: {exc}{missing}"

@@ -59,7 +59,8 @@ def test_a_run_stopped_by_its_pool_closing_is_handed_back_and_another_worker_run
     first.close(wait=False)
     pool.close(wait=False, cancel_running=True)  # what the worker command's second signal does
     assert first.close(timeout=HANG_GUARD)
-    row = first.row("a")
+    row = first.store.get("a")  # the store stays open: it was given to the scheduler
+    assert row is not None
     assert (row["state"], row["attempts"], row["lease_owner"], row["error"]) == (
         "pending", 0, None, None)
     stats = first.stats()

@@ -398,8 +398,11 @@ def test_a_fire_time_whose_job_the_closing_pool_cancels_is_an_event(store: Any) 
 
 def test_pruned_claims_are_never_made_again(store: Any) -> None:
     table = store.series_table()
-    generation = put(table, Cron("* * * * * *"))
     base = float(int(store.now())) - 100
+    # Stored before the claims it makes (a prune floors only a series stored by then).
+    spec = encode_spec(Cron("* * * * * *"), Policies(1.0, "latest", "skip", "continue", 100), base)
+    generation = table.put("s", spec, "series-tick", '{"args":["a"],"kwargs":{}}', 0, "default",
+                           base)
     done = [table.claim("s", generation, base + k, "one", 30.0) for k in (1, 2)]
     for claim in done:
         assert claim is not None and table.finish(claim, failed=False)
