@@ -8,12 +8,11 @@ scheduler, the calendars and the bounded queue load when a name of theirs is
 first used, and ``pysched.durable`` and the other subpackages when first read.
 """
 
-from typing import TYPE_CHECKING
-
 from ._errors import InvalidTransition, SchedulerClosed
 from ._impl import IMPLEMENTATION, QueueEntry, Scheduler, StableBoundedPriorityQueue, Task
 from ._version import __version__
 
+TYPE_CHECKING = False  # as in pysched._validate: true for type checkers, typing unloaded
 if TYPE_CHECKING:
     from .aio import AsyncScheduler
     from .bounded import QueueClosed, ThreadSafeBoundedPriorityQueue

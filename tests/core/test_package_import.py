@@ -49,6 +49,7 @@ def test_import_pysched_loads_the_core_only():
     pysched_modules = {m for m in added if m.split(".")[0] == "pysched"}
     if HAS_CORE and not os.environ.get("PYSCHED_NO_EXTENSIONS"):
         assert pysched_modules == CORE_MODULES | {"pysched._core"}
+        assert "typing" not in added  # as costly as the rest of the import
     else:
         assert pysched_modules == CORE_MODULES | TWIN_MODULES
     assert not added & HEAVY_STDLIB
