@@ -2,12 +2,12 @@
 
 Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
 
-- serve: a ``DurableScheduler`` claims due rows and runs them on a pool of
-  ``--max-workers`` threads that this module owns, so that the drain can
-  reach the running tasks' cancel tokens.
 - open the store: a store with no schedule (no such SQLite file, or no such
   table) is a usage error unless ``--create`` is given, as it is most often
   a typo that would leave the worker waiting on an empty new schedule.
+- serve: a ``DurableScheduler`` claims due rows and runs them on a pool of
+  ``--max-workers`` threads that this module owns, so that the drain can
+  reach the running tasks' cancel tokens.
 - drain, on the first SIGTERM or SIGINT: no new claims; claimed versions
   that have not started go back to the store at once (pending again, for
   any worker); running ones finish and their outcomes are stored, within
