@@ -38,20 +38,11 @@ from collections.abc import Hashable
 from heapq import heapify, heappop, heappush, heapreplace
 from typing import Any
 
+# COMPACT_FLOOR and the reasons why an entry left the queue, shared with the Cython core.
+from ._constants import CAPACITY, COMPACT_FLOOR, EVICTED, POPPED, QUOTA, REMOVED
 from ._validate import check_capacity, check_hashable, check_priority, duplicate_key, missing_key
 
 __all__ = ["COMPACT_FLOOR", "QueueEntry", "StableBoundedPriorityQueue"]
-
-# Below this many dead nodes in a heap they are left for the roots to drop:
-# compacting a tiny heap costs more than it saves.
-COMPACT_FLOOR = 64
-
-# Why an entry left the queue (QueueEntry.reason).
-EVICTED = "evicted"  # an old worst entry made room for a better newcomer
-CAPACITY = "capacity"  # the newcomer was refused: full of entries at least as good
-QUOTA = "quota"  # the newcomer was refused: its tenant held tenant_limit entries
-POPPED = "popped"
-REMOVED = "removed"
 
 
 class QueueEntry:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # as in pysched._validate: true for type checkers, typing unloaded
 NO_EXTENSIONS = (bool(os.environ.get("PYSCHED_NO_EXTENSIONS"))
                  or sys.implementation.name != "cpython")
 

@@ -43,6 +43,8 @@ from heapq import (  # type: ignore[attr-defined]  # _siftdown: heapq's sift-up
 )
 from typing import Any
 
+# The state names and REBUILD_FLOOR, shared with the Cython core.
+from ._constants import CANCELLED, COMPLETED, FAILED, PENDING, REBUILD_FLOOR, RUNNING
 from ._errors import InvalidTransition
 from ._validate import (
     check_callable,
@@ -54,16 +56,6 @@ from ._validate import (
     check_time,
     not_a_task,
 )
-
-PENDING = "pending"
-RUNNING = "running"
-CANCELLED = "cancelled"
-COMPLETED = "completed"
-FAILED = "failed"
-
-# Below this many heap entries stale ones are left for the pops to drop:
-# rebuilding a tiny heap costs more than it saves.
-REBUILD_FLOOR = 64
 
 
 class Task:

@@ -12,7 +12,12 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Hashable
-from typing import Any
+
+# Type checkers take any TYPE_CHECKING as true; at run time typing stays unloaded,
+# as import pysched loads this module and importing typing costs as much as the rest.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

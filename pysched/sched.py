@@ -75,7 +75,7 @@ def _core_priority(value: object) -> int | None:
 
 
 class scheduler:  # noqa: N801 - the standard library's name
-    """Event scheduler: ``sched.scheduler`` with O(1) cancel and wake-ups.
+    """Event scheduler: ``sched.scheduler`` with O(1) amortised cancel and wake-ups.
 
     ``timefunc`` returns the time; ``delayfunc(seconds)`` waits. All methods
     are thread-safe: one re-entrant lock guards the queue; ``timefunc`` is

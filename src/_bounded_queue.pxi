@@ -30,19 +30,20 @@ cdef enum:
     _BQ_ARITY = 4            # as the scheduler's heap: half the depth of a binary one
     _MAX_RECORDS = 0x7FFFFFFF  # record numbers fit in int32_t
 
-# The constants and reason strings come from the twin, which is the spec: one source.
-import pysched._bounded_queue_py as _queue_spec
+# The constants and reason strings are the twin's, from the module both read
+# (not from the twin itself, so that loading the core does not load the twin).
+import pysched._constants as _constants
 
 # Below this many dead nodes in a heap they are left for the roots to drop.
-COMPACT_FLOOR = _queue_spec.COMPACT_FLOOR
+COMPACT_FLOOR = _constants.COMPACT_FLOOR
 cdef Py_ssize_t _COMPACT_FLOOR = COMPACT_FLOOR
 
 # Why an entry left the queue (QueueEntry.reason).
-cdef str _EVICTED = _queue_spec.EVICTED    # an old worst entry made room for a better newcomer
-cdef str _CAPACITY = _queue_spec.CAPACITY  # refused: full of entries at least as good
-cdef str _QUOTA = _queue_spec.QUOTA        # refused: its tenant held tenant_limit entries
-cdef str _POPPED = _queue_spec.POPPED
-cdef str _REMOVED = _queue_spec.REMOVED
+cdef str _EVICTED = _constants.EVICTED    # an old worst entry made room for a better newcomer
+cdef str _CAPACITY = _constants.CAPACITY  # refused: full of entries at least as good
+cdef str _QUOTA = _constants.QUOTA        # refused: its tenant held tenant_limit entries
+cdef str _POPPED = _constants.POPPED
+cdef str _REMOVED = _constants.REMOVED
 
 
 ctypedef struct Record:

@@ -7,17 +7,18 @@
 
 from time import monotonic as _monotonic
 
-# The constants and state names come from the twin, which is the spec: one source.
-import pysched._scheduler_py as _scheduler_spec
+# The constants and state names are the twin's, from the module both read
+# (not from the twin itself, so that loading the core does not load the twin).
+import pysched._constants as _constants
 
-cdef str _PENDING = _scheduler_spec.PENDING
-cdef str _RUNNING = _scheduler_spec.RUNNING
-cdef str _CANCELLED = _scheduler_spec.CANCELLED
-cdef str _COMPLETED = _scheduler_spec.COMPLETED
-cdef str _FAILED = _scheduler_spec.FAILED
+cdef str _PENDING = _constants.PENDING
+cdef str _RUNNING = _constants.RUNNING
+cdef str _CANCELLED = _constants.CANCELLED
+cdef str _COMPLETED = _constants.COMPLETED
+cdef str _FAILED = _constants.FAILED
 
 # Below this many heap entries stale ones are left for the pops to drop.
-REBUILD_FLOOR = _scheduler_spec.REBUILD_FLOOR
+REBUILD_FLOOR = _constants.REBUILD_FLOOR
 cdef Py_ssize_t _REBUILD_FLOOR = REBUILD_FLOOR
 cdef double _DBL_MAX = 1.7976931348623157e308
 

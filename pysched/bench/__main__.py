@@ -63,12 +63,14 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--plot", metavar="FILE.png",
                        help="draw ns/op and speedup against n (needs matplotlib)")
     parse.add_argument("--quiet", action="store_true", help="no progress bar")
-    # For tests and quick looks, hidden from --help: custom sizes, chosen sections.
+    # For tests, hidden from --help: custom sizes.
     parse.add_argument("--sizes", type=_sizes, help=argparse.SUPPRESS)
-    parse.add_argument("--sections", type=_sections, default=list(SECTIONS), help=argparse.SUPPRESS)
-    # Competitor keys to time (c, versioned, two_heaps, py, ...); the rest are left out.
-    parse.add_argument("--only", type=lambda text: frozenset(text.split(",")),
-                       help=argparse.SUPPRESS)
+    parse.add_argument("--sections", type=_sections, default=list(SECTIONS), metavar="NAME,...",
+                       help=f"run only these sections, in this order (default: all of"
+                       f" {','.join(SECTIONS)})")
+    parse.add_argument("--only", type=lambda text: frozenset(text.split(",")), metavar="KEY,...",
+                       help="time only the competitors with these JSON keys (c, versioned,"
+                       " two_heaps, py, ...); the others are left out")
     return parse
 
 

@@ -31,7 +31,7 @@ from ._common import (
     public_target,
 )
 
-__all__ = ["add_parser", "read_status", "run"]
+__all__ = ["NoSchedule", "add_parser", "check_schedule", "read_status", "run"]
 
 _PENDING_COLUMNS = ("task_id", "version", "run_at", "priority", "ref", "attempts")
 _RUNNING_COLUMNS = ("task_id", "version", "run_at", "ref", "attempts", "lease_owner",
@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
         status = read_status(args.store, table, args.limit)
     except UsageError:
         raise
-    except LookupError as exc:
-        return fail("status", f"{where}: {exc.args[0]}")
+    except NoSchedule as exc:
+        return fail("status", f"{where}: {exc}")
     except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
         return fail("status", f"cannot read the store {where}: {first_line(exc)}")
     status = {"store": where, "table": table, **status}
@@ -68,18 +68,31 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+class NoSchedule(LookupError):
+    """The store holds no schedule: there is no such SQLite file, or no such table.
+
+    ``option`` is the argument that names what is missing: ``--store`` or ``--table``.
+    """
+
+    def __init__(self, message: str, option: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+def check_schedule(target: str, table: str) -> None:
+    """Raise NoSchedule unless ``target`` has the table ``table``; reads only, creates nothing."""
+    _open(target, table)[0].close()
+
+
 def read_status(target: str, table: str, limit: int) -> dict[str, Any]:
     """Counts by state (and queue) and the ``limit`` oldest pending and running rows.
 
-    LookupError when there is no such SQLite file or table. Three SELECTs
+    NoSchedule when there is no such SQLite file or table. Three SELECTs
     (four with queues): the counts scan the table, the oldest rows use the
     claim's index for pending ones.
     """
-    reader = _connect(target)
+    reader, columns = _open(target, table)
     try:
-        columns = reader.columns(table)
-        if not columns:
-            raise LookupError(f"no table {table}")
         now = reader.now()
         counts = {state: int(n) for state, n in
                   reader.query(f"SELECT state, count(*) FROM {table} GROUP BY state")}
@@ -166,7 +179,7 @@ class _PostgresReader:
 class _SQLiteReader:
     def __init__(self, path: str) -> None:
         if not os.path.exists(path):
-            raise LookupError("no such SQLite file")
+            raise NoSchedule("no such SQLite file", "--store")
         self._db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True,
                                    timeout=10)
 
@@ -181,6 +194,20 @@ class _SQLiteReader:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _open(target: str, table: str) -> tuple[_Reader, set[str]]:
+    """A reader of ``target`` and the columns of ``table``; NoSchedule when either is missing."""
+    reader = _connect(target)
+    try:
+        columns = reader.columns(table)
+    except BaseException:
+        reader.close()
+        raise
+    if not columns:
+        reader.close()
+        raise NoSchedule(f"no table {table}", "--table")
+    return reader, columns
 
 
 def _connect(target: str) -> _Reader:

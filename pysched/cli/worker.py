@@ -2,6 +2,9 @@
 
 Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
 
+- open the store: a store with no schedule (no such SQLite file, or no such
+  table) is a usage error unless ``--create`` is given, as it is most often
+  a typo that would leave the worker waiting on an empty new schedule.
 - serve: a ``DurableScheduler`` claims due rows and runs them on a pool of
   ``--max-workers`` threads that this module owns, so that the drain can
   reach the running tasks' cancel tokens.
@@ -10,7 +13,10 @@ Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
   any worker); running ones finish and their outcomes are stored, within
   ``--grace`` seconds. A second signal sets the running tasks' cancel
   tokens and cuts what is left of the grace to ``--cancel-grace``; a third
-  exits at once.
+  exits at once. A signal less than ``REPEAT_WINDOW`` seconds after the
+  last one counted is the same request, not the next one: GNU ``timeout``
+  and some supervisors signal both the process and its group, so a single
+  stop can arrive twice, milliseconds apart.
 - exit 0 once the scheduler is closed (nothing of ours left running or
   leased); exit 3 when the grace runs out first: the tasks still running
   are abandoned as in a crash, and their leases, renewed until the exit,
@@ -37,7 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..durable import REGISTRY, DurableScheduler, TaskRegistry, open_store
 from ..durable.store import check_key
@@ -52,6 +58,7 @@ from ._common import (
     positive_int,
     public_target,
 )
+from .status import NoSchedule, check_schedule
 
 log = logging.getLogger("pysched.worker")
 
@@ -59,6 +66,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _DRAINED = "drained"  # put on the inbox by the closer thread once the scheduler is closed
 PROGRESS_EVERY = 10.0  # seconds between "still waiting" lines during a drain
 STORE_WAIT = 10.0  # seconds to store the last outcomes once no task runs
+REPEAT_WINDOW = 1.0  # seconds after a counted stop signal within which another is the same stop
 
 __all__ = ["add_parser", "run"]
 
@@ -69,8 +77,9 @@ def add_parser(commands: Any) -> None:
         "worker", help="run due tasks until SIGTERM or SIGINT",
         description="Claim and run the due tasks of a durable schedule. On SIGTERM or SIGINT:"
                     " stop claiming, hand unstarted claims back, let running tasks finish"
-                    " within --grace seconds and exit 0. A second signal sets the running"
-                    " tasks' cancel tokens and shortens the wait to --cancel-grace.")
+                    " within --grace seconds and exit 0. A second signal, at least"
+                    f" {_num(REPEAT_WINDOW)} s after the first, sets the running tasks' cancel"
+                    " tokens and shortens the wait to --cancel-grace.")
     add_store_arguments(parser)
     parser.add_argument("--import", dest="modules", action="append", required=True,
                         metavar="MODULE", help="a module that registers tasks (repeatable);"
@@ -101,6 +110,10 @@ def add_parser(commands: Any) -> None:
                         " Never give two live workers the same name: the second warns that"
                         " the owner is in use and leaves the leases the first still renews"
                         " (default: host:pid:random)")
+    parser.add_argument("--create", action="store_true",
+                        help="start a new schedule if the store has none: create the SQLite"
+                        " file and the table (without it, a missing file or table is refused,"
+                        " as most often a typo)")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.set_defaults(run=run)
@@ -125,7 +138,12 @@ def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
         return fail("worker", str(exc))
     where = public_target(args.store)
     try:
+        if not args.create:
+            check_schedule(args.store, args.table)
         store = open_store(args.store, table=args.table)
+    except NoSchedule as exc:
+        raise UsageError(f"argument {exc.option}: {where}: {exc} (give --create to start a"
+                         " new schedule there)") from exc
     except (TypeError, ValueError) as exc:  # a malformed target or table name
         raise UsageError(f"argument --store/--table: {first_line(exc)}") from exc
     except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
@@ -144,6 +162,7 @@ def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
              "every queue" if args.queues is None else "queues " + ", ".join(args.queues),
              _served(registry), args.max_workers, _num(args.grace))
     first = inbox.next(None)
+    assert isinstance(first, _Signal)  # only the drain's closer puts anything else
     status = _drain(sched, pool, inbox, first, args)
     if status is ExitCode.ABANDONED:
         # Running tasks are left as in a crash: no outcome is written for them,
@@ -156,18 +175,18 @@ def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
     return status
 
 
-def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, first: object,
+def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, first: _Signal,
            args: argparse.Namespace) -> ExitCode:
     """Stop claiming, hand back what has not started, wait for what runs; the exit status."""
     log.info("received %s: claiming no more; unstarted claims go back to the store; waiting up"
              " to %s s for %d running tasks (send SIGTERM or SIGINT again to cancel them)",
-             _signal_name(first), _num(args.grace), pool.stats()["running"])
+             first.name, _num(args.grace), pool.stats()["running"])
     sched.close(wait=False)
     pool.close(wait=False)  # cancels unstarted runs: the scheduler hands their claims back
     threading.Thread(target=_close_and_tell, args=(sched, inbox), daemon=True,
                      name="pysched-worker-drain").start()
     deadline = time.monotonic() + args.grace
-    signals, storing = 1, False
+    signals, counted, storing = 1, first.at, False
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -180,7 +199,12 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
                      _num(STORE_WAIT))
             continue
         event = inbox.next(min(left, PROGRESS_EVERY))
-        if event == _DRAINED:
+        if event is None:
+            if (left := deadline - time.monotonic()) > 0 and not storing:
+                log.info("still waiting for %d running tasks (%s s left)",
+                         pool.stats()["running"], _num(left))
+            continue
+        if not isinstance(event, _Signal):  # _DRAINED
             pool.close(wait=True)  # every run has returned: its threads only exit
             stats = sched.stats()
             failed = stats["failed"] + stats["errors"]
@@ -189,18 +213,18 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
                      " stopped runs handed back; no lease left", stats["completed"] + failed,
                      failed, stats["handed_back"] - stopped, stopped)
             return ExitCode.OK
-        if event is None:
-            if (left := deadline - time.monotonic()) > 0 and not storing:
-                log.info("still waiting for %d running tasks (%s s left)",
-                         pool.stats()["running"], _num(left))
+        if event.at - counted < REPEAT_WINDOW:
+            log.info("received %s %.3f s after the last one: the same stop request (send one"
+                     " %s s or more apart to go further)", event.name, event.at - counted,
+                     _num(REPEAT_WINDOW))
             continue
-        signals += 1
+        signals, counted = signals + 1, event.at
         if signals > 2:
-            log.warning("received %s a third time: exiting now", _signal_name(event))
+            log.warning("received %s a third time: exiting now", event.name)
             break
         deadline = min(deadline, time.monotonic() + args.cancel_grace)
         log.warning("received %s again: cancel tokens set on %d running tasks; waiting %s s"
-                    " more", _signal_name(event), pool.stats()["running"],
+                    " more", event.name, pool.stats()["running"],
                     _num(max(0.0, deadline - time.monotonic())))
         pool.close(wait=False, cancel_running=True)
     running = pool.stats()["running"]
@@ -227,11 +251,25 @@ def _close_and_tell(sched: DurableScheduler, inbox: _Inbox) -> None:
     inbox.put(_DRAINED)
 
 
+class _Signal(NamedTuple):
+    """A stop signal as the handler saw it: its number and when (``time.monotonic()``)."""
+
+    number: int
+    at: float
+
+    @property
+    def name(self) -> str:
+        try:
+            return signal.Signals(self.number).name
+        except ValueError:
+            return str(self.number)
+
+
 class _Inbox:
     """Stop signals and the end of the drain, in arrival order, for the main thread."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Signal | str] = queue.SimpleQueue()
 
     def install(self) -> Callable[[], None]:
         """Route SIGTERM and SIGINT here; return what puts the previous handlers back."""
@@ -244,12 +282,14 @@ class _Inbox:
         return restore
 
     def _on_signal(self, signum: int, frame: object) -> None:
-        self._queue.put(signum)  # SimpleQueue.put is reentrant: safe in a signal handler
+        # Timed here, not when read: the main thread may read two at once.
+        # SimpleQueue.put is reentrant: safe in a signal handler.
+        self._queue.put(_Signal(signum, time.monotonic()))
 
-    def put(self, event: object) -> None:
+    def put(self, event: str) -> None:
         self._queue.put(event)
 
-    def next(self, timeout: float | None) -> object:
+    def next(self, timeout: float | None) -> _Signal | str | None:
         """The next event, or None after ``timeout`` seconds (None: wait for one)."""
         try:
             return self._queue.get(timeout=timeout)
@@ -333,13 +373,6 @@ def _lease_seconds(text: str) -> float:
     if value > threading.TIMEOUT_MAX:
         raise argparse.ArgumentTypeError(f"must be <= {threading.TIMEOUT_MAX:.0f}, got {text}")
     return value
-
-
-def _signal_name(event: object) -> str:
-    try:
-        return signal.Signals(event).name  # type: ignore[arg-type]
-    except ValueError:
-        return str(event)
 
 
 def _num(seconds: float) -> str:

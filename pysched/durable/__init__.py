@@ -17,16 +17,40 @@ which try this is. See
 docs/durable.md for the guarantees, the time model and the schema.
 """
 
-from ._series import DurableSeriesHandle
-from .errors import BadRow, DurableError, NotDurable, UnknownTask
-from .memory import MemoryStore
-from .registry import REGISTRY, TaskOptions, TaskRegistry, task
-from .retry import Retry
-from .runner import DurableFuture, DurableScheduler, DurableTaskFailed, current_task
-from .sqlite import SQLiteStore
-from .store import Claim, NewTask, Outcome, Row, Serves, Store
-from .stores import StoreTarget, open_store, parse_store_target
-from .timebase import Timebase
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._series import DurableSeriesHandle
+    from .errors import BadRow, DurableError, NotDurable, UnknownTask
+    from .memory import MemoryStore
+    from .postgres import PostgresStore
+    from .registry import REGISTRY, TaskOptions, TaskRegistry, task
+    from .retry import Retry
+    from .runner import DurableFuture, DurableScheduler, DurableTaskFailed, current_task
+    from .sqlite import SQLiteStore
+    from .store import Claim, NewTask, Outcome, Row, Serves, Store
+    from .stores import StoreTarget, open_store, parse_store_target
+    from .timebase import Timebase
+else:  # each name loads on first use (pysched._lazy); PostgresStore needs psycopg, an extra
+    from .._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals(), {
+        "DurableSeriesHandle": "._series",
+        "BadRow": ".errors", "DurableError": ".errors", "NotDurable": ".errors",
+        "UnknownTask": ".errors",
+        "MemoryStore": ".memory",
+        "PostgresStore": ".postgres",
+        "REGISTRY": ".registry", "TaskOptions": ".registry", "TaskRegistry": ".registry",
+        "task": ".registry",
+        "Retry": ".retry",
+        "DurableFuture": ".runner", "DurableScheduler": ".runner",
+        "DurableTaskFailed": ".runner", "current_task": ".runner",
+        "SQLiteStore": ".sqlite",
+        "Claim": ".store", "NewTask": ".store", "Outcome": ".store", "Row": ".store",
+        "Serves": ".store", "Store": ".store",
+        "StoreTarget": ".stores", "open_store": ".stores", "parse_store_target": ".stores",
+        "Timebase": ".timebase",
+    })
 
 __all__ = [
     "REGISTRY", "BadRow", "Claim", "DurableError", "DurableFuture", "DurableScheduler",
@@ -35,12 +59,3 @@ __all__ = [
     "Retry", "Row", "SQLiteStore", "Serves", "Store", "StoreTarget", "TaskOptions", "TaskRegistry",
     "Timebase", "UnknownTask", "current_task", "open_store", "parse_store_target", "task",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """``PostgresStore`` is imported on first use: psycopg is an optional dependency."""
-    if name == "PostgresStore":
-        from .postgres import PostgresStore
-
-        return PostgresStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

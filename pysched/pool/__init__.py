@@ -8,10 +8,23 @@
   ``clocks``: one policy or structure each.
 """
 
-from .backpressure import SchedulerFull
-from .future import TaskFuture
-from .scheduler import ThreadPoolScheduler
-from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .backpressure import SchedulerFull
+    from .future import TaskFuture
+    from .scheduler import ThreadPoolScheduler
+    from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
+else:  # each name loads on first use (pysched._lazy)
+    from .._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals(), {
+        "SchedulerFull": ".backpressure",
+        "TaskFuture": ".future",
+        "ThreadPoolScheduler": ".scheduler",
+        "CancelToken": ".token", "TaskCancelled": ".token", "TaskTimeout": ".token",
+        "current_token": ".token",
+    })
 
 __all__ = ["CancelToken", "SchedulerFull", "TaskCancelled", "TaskFuture", "TaskTimeout",
            "ThreadPoolScheduler", "current_token"]

@@ -28,6 +28,7 @@ import pytest
 from pysched import durable
 from pysched.cli import main
 from pysched.cli import worker as worker_module
+from pysched.cli.worker import REPEAT_WINDOW
 
 from support.durable import drop_postgres_table, postgres_url, unique_table, wait_for
 
@@ -251,6 +252,7 @@ def test_second_signal_sets_cancel_tokens_and_exits_promptly(place: dict[str, An
     wait_for(lambda: len(runs(place, "S")) == 2, TIMEOUT, "two tasks running")
     worker.send(signal.SIGTERM)
     worker.wait_line("received SIGTERM")
+    time.sleep(REPEAT_WINDOW)  # a second signal sooner would count as part of the first
     worker.send(signal.SIGINT)
     assert worker.wait() == 0, worker.stderr()
     assert sorted(r.task_id for r in runs(place, "X")) == ids  # each saw its token
@@ -268,6 +270,25 @@ def test_second_signal_sets_cancel_tokens_and_exits_promptly(place: dict[str, An
     again.send(signal.SIGTERM)
     assert again.wait() == 0, again.stderr()
     assert sorted((r.task_id, r.attempt) for r in runs(place, "E")) == [("a", 1), ("b", 1)]
+
+
+def test_a_burst_of_stop_signals_is_one_stop(place: dict[str, Any]) -> None:
+    ids = ["a", "b"]
+    schedule(place, "wc-hold", ids, place["log"], place["release"])
+    worker = start(place, "--max-workers", "2", "--grace", "3600", "--cancel-grace", "0")
+    wait_for(lambda: len(runs(place, "S")) == 2, TIMEOUT, "two tasks running")
+    # GNU timeout signals the process, then its group: one stop that may arrive twice,
+    # milliseconds apart. The kernel merges a pending signal with its repeat but never
+    # two different ones, so at least a SIGTERM and a SIGINT arrive here.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+        worker.send(sig)
+    worker.wait_line("the same stop request")
+    release(place)
+    assert worker.wait() == 0, worker.stderr()
+    assert sorted(r.task_id for r in runs(place, "E")) == ids  # both finished, uncancelled
+    assert not runs(place, "X")
+    assert "cancel tokens set" not in worker.stderr()
+    assert {row["state"] for row in rows(place, ids).values()} == {"completed"}
 
 
 def test_grace_running_out_abandons_the_run_and_a_restart_runs_it_again(place: dict[str, Any]
