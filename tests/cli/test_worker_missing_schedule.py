@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, unique_table
 
 from pysched import durable
+
+from support.durable import drop_postgres_table, postgres_url, unique_table
 
 TIMEOUT = 60.0  # a hang guard, never a speed check
 

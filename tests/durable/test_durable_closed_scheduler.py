@@ -12,12 +12,12 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import store_spec  # noqa: F401 - a fixture
 
 from pysched import Every, SchedulerClosed
 from pysched.durable import DurableFuture, DurableScheduler, DurableSeriesHandle
+
+import support.durable as h
 
 LATER = 3600.0
 WHEN = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)

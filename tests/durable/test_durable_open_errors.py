@@ -9,10 +9,11 @@ import traceback
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import durable_helpers as h
 import pytest
 
 from pysched.durable import DurableScheduler
+
+import support.durable as h
 
 psycopg = pytest.importorskip("psycopg")
 from pysched.durable import PostgresStore  # noqa: E402 - needs psycopg

@@ -11,12 +11,11 @@ import math
 from typing import Any
 
 import pytest
-import test_durable_series as series
-from durable_helpers import store_spec  # noqa: F401 - a fixture
-from test_durable_series import store  # noqa: F401 - a fixture: a store, RAN cleared
 
 from pysched import Cron
 from pysched.durable._series_spec import Policies, encode_spec
+
+import support.durable_series as series
 
 WEEK = 7 * 86_400.0
 HOURLY = Cron("0 * * * *")

@@ -11,11 +11,10 @@ import logging
 from typing import Any
 
 import pytest
-import test_durable_series as series
-from durable_helpers import store_spec  # noqa: F401 - a fixture
-from test_durable_series import store  # noqa: F401 - a fixture: a store, RAN cleared
 
 from pysched import Every
+
+import support.durable_series as series
 
 INT64_MAX = 2**63 - 1
 

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import store_spec  # noqa: F401 - a fixture
 
 from pysched import Every
 from pysched.durable import DurableScheduler
+
+import support.durable as h
 
 
 @pytest.fixture

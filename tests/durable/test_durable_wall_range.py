@@ -11,11 +11,11 @@ import datetime
 from collections.abc import Iterator
 from typing import Any
 
-import durable_helpers as h
 import pytest
-from durable_helpers import store_spec  # noqa: F401 - a fixture
 
 from pysched.durable import Retry
+
+import support.durable as h
 
 UTC = datetime.timezone.utc
 YEAR_10000_SOMEWHERE = datetime.datetime(9999, 12, 31, 23, tzinfo=datetime.timezone(
