@@ -115,6 +115,12 @@ class DurableScheduler:
     how far this node's wall clock may be from the database's before it is
     refused and the database's used instead, and how far ahead of the
     database's clock the shared high-water mark may be moved.
+
+    ``listeners``: called with each event of the recurring series from the
+    start, as ``add_listener`` does from its call on. The series stored
+    before this scheduler starts are adopted, and their missed fire times
+    reported, as soon as it starts: a listener added after the constructor
+    returns may miss those events.
     """
 
     def __init__(self, store: Store | str | os.PathLike[str] | None = None, *,
@@ -126,8 +132,13 @@ class DurableScheduler:
                  retention: float | None = 7 * 86_400.0, stale_after: float = 300.0,
                  registry: TaskRegistry = REGISTRY, executor: Executor | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time,
+                 listeners: Iterable[Callable[[Event], object]] = ()) -> None:
         max_workers = check_capacity(max_workers, "max_workers")
+        listeners = tuple(listeners)
+        for listener in listeners:
+            if not callable(listener):
+                raise TypeError(f"listeners must be callables, not {type(listener).__name__}")
         # No prefetch given: max_workers, grown with the run rate (see _claiming).
         grow = AUTO_PREFETCH_MAX if prefetch is None and max_workers > 0 else 0
         prefetch = max_workers if prefetch is None else check_capacity(prefetch, "prefetch")
@@ -180,6 +191,8 @@ class DurableScheduler:
             read=lambda: read_clocks(wall_clock, clock), lease=lease,
             start=self._runs.submit, clock=clock, live_until=s.live_until, scheduler=self,
             retention=retention)
+        for listener in listeners:  # before the series thread adopts anything
+            self._series.hub.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
         self._heartbeat = Heartbeat(s, also=self._series.heartbeat)

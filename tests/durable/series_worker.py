@@ -59,9 +59,11 @@ def main() -> int:
     OUT.update(dir=opts.out, run=opts.run)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # The listener from the start: the series is adopted, and its fire times missed
+    # before this worker started reported, as soon as the scheduler starts.
     sched = durable.DurableScheduler(opts.store, table=opts.table, lease=opts.lease,
-                                     heartbeat=opts.lease / 4, poll_interval=0.1, max_workers=2)
-    sched.add_listener(log_event)
+                                     heartbeat=opts.lease / 4, poll_interval=0.1, max_workers=2,
+                                     listeners=[log_event])
     print("ready", flush=True)
     stop.wait()
     sched.close(timeout=30)
