@@ -191,6 +191,8 @@ class DurableScheduler:
             read=lambda: read_clocks(wall_clock, clock), lease=lease,
             start=self._runs.submit, clock=clock, live_until=s.live_until, scheduler=self,
             retention=retention)
+        for listener in listeners:  # before the series thread adopts anything
+            self._series.hub.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
         for listener in listeners:  # before the series thread adopts anything
