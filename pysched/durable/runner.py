@@ -195,8 +195,6 @@ class DurableScheduler:
             self._series.hub.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
-        for listener in listeners:  # before the series thread adopts anything
-            self._series.hub.add_listener(listener)
         self._heartbeat = Heartbeat(s, also=self._series.heartbeat)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
