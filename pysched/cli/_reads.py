@@ -104,7 +104,9 @@ def printable(value: Any, width: int | None = None) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]],
           right: Collection[int] = ()) -> list[str]:
-    """Aligned columns, two spaces in; the columns in ``right`` aligned right."""
+    """Aligned columns, two spaces in; the columns in ``right`` aligned right. Every cell
+    goes through ``printable``: a cell read from a row cannot drive the terminal."""
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
     out = []
     for row in [headers, *rows]:

@@ -43,7 +43,7 @@ def _run(args: argparse.Namespace) -> int:
         series = reads.one_series(args.task_id)
     if task is None and series is None:
         return fail("describe", f"{public_target(args.store)}: no task or series"
-                                f" {printable(args.task_id, 200)}")
+                                f" {printable(repr(args.task_id), 200)}")
     if args.json:
         return print_json({"task": None if task is None else _task_data(task),
                            "series": None if series is None else _series_data(series)})
