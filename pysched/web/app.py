@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
@@ -46,6 +46,7 @@ DONE = {"cancelled": "Cancelled.", "retried": "Retried: a new version is due now
         "triggered": "One run of the series was scheduled now, as this task.",
         "unchanged": "Nothing changed: the row was not in a state for that action"
                      " (it may have changed meanwhile)."}
+MAX_FORM = 16_384  # bytes: an id, a note and a token fit many times over
 STATE_CHOICES = ("pending", "running", "completed", "failed", "cancelled", "error")
 
 
@@ -285,7 +286,7 @@ class _Pages:
             return RedirectResponse(_url(request, "overview"), status_code=303)
         if request.method == "GET":
             return self.render(request, "login.html", failed=False)
-        form = await request.form()
+        form = await _form(request)
         if not self.guard.post_allowed(request, form.get(CSRF_FIELD)):
             return self.problem(request, 403, "refused: the form's CSRF token is missing or"
                                               " not this browser's (reload the page)")
@@ -303,7 +304,7 @@ class _Pages:
             return self.problem(request, 403, "refused: give the token first")
         if self.d.read_only:
             return self.problem(request, 403, "refused: this dashboard is read-only")
-        form = await request.form()
+        form = await _form(request)
         if not self.guard.post_allowed(request, form.get(CSRF_FIELD)):
             return self.problem(request, 403, "refused: the form's CSRF token is missing or"
                                               " not this browser's (reload the page)")
@@ -339,6 +340,23 @@ _STATUS_TEXT = {400: "Bad request", 403: "Refused", 404: "Not found", 409: "Refu
                 503: "The store cannot be read"}
 _DONE_CODES = {"cancel": "cancelled", "retry": "retried", "pause": "paused",
                "resume": "resumed", "trigger": "triggered"}
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The fields of a POSTed form (urlencoded, as every form here is), the first of each
+    name; an empty dict for another body or one larger than ``MAX_FORM`` bytes."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != \
+            "application/x-www-form-urlencoded":
+        return {}
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            return {}
+    fields: dict[str, str] = {}
+    for name, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True):
+        fields.setdefault(name, value)
+    return fields
 
 
 def _url(request: Request, route: str, params: dict[str, str] | None = None, /,
