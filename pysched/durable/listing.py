@@ -29,7 +29,7 @@ from .moments import as_time
 from .reading import Database
 from .store import FINAL_STATES, KNOWN_STATES, decode_args
 
-__all__ = ["FAILED_STATES", "MAX_PAGE", "Fire", "Listing", "Overview", "SeriesDetail",
+__all__ = ["FAILED_STATES", "MAX_PAGE", "Count", "Fire", "Listing", "Overview", "SeriesDetail",
            "SeriesLine", "TaskDetail", "TaskLine", "TaskPage", "Worker", "decode_cursor",
            "encode_cursor"]
 
@@ -38,6 +38,9 @@ FAILED_STATES = ("failed", "error")
 # A page across every state merges one index scan per state present, up to this many
 # (a table holding more distinct states than that was written by something else).
 MAX_STATES = 64
+STATE_CAP = 10_000
+QUEUE_CAP = 1_000
+MAX_QUEUES = 20
 NEXT_FIRES = 5
 RECENT_FIRES = 10
 HOUR = 3600.0
@@ -97,18 +100,45 @@ class Worker(NamedTuple):
     lease_until: Any
 
 
+class Count(NamedTuple):
+    """A number of rows: ``exact``; ``at least`` (counting stopped there); or ``about``
+    (the database planner's estimate, where counting stopped)."""
+
+    value: int
+    kind: str = "exact"
+
+    def __str__(self) -> str:
+        if self.kind == "at least":
+            return f"{self.value:,}+"
+        return f"~{self.value:,}" if self.kind == "about" else f"{self.value:,}"
+
+
 class Overview(NamedTuple):
-    """Counts by state and queue, the workers holding leases, the last hour's outcomes."""
+    """Counts by state and queue, the workers holding leases, the last hour's outcomes.
+
+    Counts are exact up to ``STATE_CAP`` rows of a state and ``QUEUE_CAP`` of a queue's
+    state: beyond, a count would read every row, so the planner's estimate stands in
+    (PostgreSQL) or the count says "at least". At most ``MAX_QUEUES`` queues, by name
+    (``more_queues`` says there are others).
+    """
 
     now: float
-    counts: dict[str, int]
-    queues: dict[str, dict[str, int]]
+    counts: dict[str, Count]
+    queues: dict[str, dict[str, Count]]
+    more_queues: bool
     workers: list[Worker]
     # Outcomes written in the last hour, by state: (count, mean and max seconds from due
     # to finished). The store keeps no start time, so this is lateness and run time together.
     finished: dict[str, tuple[int, Any, Any]]
     per_5min: list[int]  # outcomes per 5 minutes over the last hour, oldest first
     series: dict[str, int]
+
+    @property
+    def total(self) -> Count:
+        """The rows of every state, as exact as the least exact of the counts."""
+        kinds = {c.kind for c in self.counts.values()}
+        kind = "about" if "about" in kinds else "at least" if "at least" in kinds else "exact"
+        return Count(sum(c.value for c in self.counts.values()), kind)
 
 
 class Fire(NamedTuple):
@@ -319,13 +349,7 @@ class Listing:
         """
         self.check()
         now = self.db.now()
-        counts: dict[str, int] = {}
-        queues: dict[str, dict[str, int]] = {}
-        for queue, state, n in self.db.query(self.sql.counts):
-            state = str(state)
-            counts[state] = counts.get(state, 0) + int(n)
-            by = queues.setdefault(str(queue), {})
-            by[state] = by.get(state, 0) + int(n)
+        counts, queues, more_queues = self._counts()
         since = now - HOUR
         finished = {str(state): (int(n), mean, worst) for state, n, mean, worst
                     in self.db.query(self.sql.finished, {"since": since})}
@@ -346,11 +370,63 @@ class Listing:
                 entry[index] += int(n)
                 entry[2] = _latest(entry[2], until)
         series = self.series_counts() if has_series else {}
-        return Overview(now, dict(sorted(counts.items(), key=_state_order)),
-                        dict(sorted(queues.items())),
+        return Overview(now, counts, queues, more_queues,
                         [Worker(owner, t, f, until) for owner, (t, f, until)
                          in sorted(workers.items(), key=lambda kv: str(kv[0]))],
                         finished, per_5min, series)
+
+    def _counts(self) -> tuple[dict[str, Count], dict[str, dict[str, Count]], bool]:
+        """Rows by state and by queue and state, each count reading at most its cap of
+        index entries (see ``Overview``)."""
+        sql = self.sql
+        states = sorted((str(r[0]) for r in self.db.query(sql.states([]),
+                                                           {"limit": MAX_STATES})),
+                        key=_state_order)
+        queues = [r[0] for r in self.db.query(sql.distinct("queue"),
+                                              {"limit": MAX_QUEUES + 1})]
+        more_queues = len(queues) > MAX_QUEUES
+        queues = queues[:MAX_QUEUES]
+        counts = dict(zip(states, self._capped([(None, s) for s in states], STATE_CAP),
+                          strict=True))
+        if any(c.kind != "exact" for c in counts.values()):
+            estimates = self._estimates()
+            counts = {s: Count(max(estimates[s], c.value), "about")
+                      if c.kind != "exact" and s in estimates else c
+                      for s, c in counts.items()}
+        pairs = [(q, s) for q in queues for s in states]
+        by_queue: dict[str, dict[str, Count]] = {}
+        for (queue, state), count in zip(pairs, self._capped(pairs, QUEUE_CAP), strict=True):
+            if count.value:
+                by_queue.setdefault(str(queue), {})[state] = count
+        return counts, by_queue, more_queues
+
+    def _capped(self, groups: list[tuple[Any, str]], cap: int) -> list[Count]:
+        """The rows of each (queue or None, state) counted up to ``cap``, in one statement."""
+        found: list[Count] = []
+        for start in range(0, len(groups), 100):  # SQLite caps a compound SELECT's terms
+            chunk = groups[start:start + 100]
+            by_queue = chunk[0][0] is not None
+            params: dict[str, Any] = {"cap": cap + 1}
+            for i, (queue, state) in enumerate(chunk):
+                params[f"state{i}"] = state
+                if by_queue:
+                    params[f"queue{i}"] = queue
+            rows = dict(self.db.query(self.sql.capped_counts(len(chunk), by_queue), params))
+            found += [Count(cap, "at least") if int(rows[i]) > cap else Count(int(rows[i]))
+                      for i in range(len(chunk))]
+        return found
+
+    def _estimates(self) -> dict[str, int]:
+        """The planner's estimate of the rows in each common state (none where the database
+        keeps no per-value statistics, or the table was never analysed)."""
+        if not self.sql.state_estimate:
+            return {}
+        found = self.db.query(self.sql.state_estimate, {"table": self.sql.table})
+        if not found or found[0][1] is None:
+            return {}
+        rows, states, shares = found[0]
+        return {str(s): int(float(rows) * float(f)) for s, f in zip(states, shares,
+                                                                    strict=False)}
 
     # -- series ------------------------------------------------------------------------------
 
@@ -437,9 +513,8 @@ def _latest(a: Any, b: Any) -> Any:
     return a if tb is None or ta >= tb else b
 
 
-def _state_order(item: tuple[str, int]) -> tuple[int, str]:
+def _state_order(state: str) -> tuple[int, str]:
     """Live states first, then final ones, then any this pysched does not know."""
-    state = item[0]
     rank = 0 if state not in FINAL_STATES and state in KNOWN_STATES else (
         1 if state in FINAL_STATES else 2)
     return rank, state

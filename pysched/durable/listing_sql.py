@@ -55,6 +55,10 @@ class Dialect:
     bucket: str
     # The columns of ``table`` (one parameter, ``:table``): one row per column, its name first.
     columns: str
+    # The planner's estimate of ``:table``'s rows and of its states' shares, as
+    # (rows, [state, ...], [share, ...]) from the statistics ANALYZE keeps; "" where the
+    # database keeps none per value.
+    state_estimate: str = ""
 
     def render(self, sql: str) -> str:
         """``sql`` with its ``:name`` parameters in this dialect's style."""
@@ -69,7 +73,12 @@ SQLITE = Dialect("sqlite", pyformat=False,
 POSTGRES = Dialect("postgres", pyformat=True,
                    bucket="CAST(floor((updated_at - :since) / 300) AS integer)",
                    columns="SELECT column_name FROM information_schema.columns"
-                           " WHERE table_schema = current_schema() AND table_name = :table")
+                           " WHERE table_schema = current_schema() AND table_name = :table",
+                   state_estimate="SELECT c.reltuples, CAST(CAST(s.most_common_vals AS text)"
+                                  " AS text[]), s.most_common_freqs FROM pg_class c"
+                                  " LEFT JOIN pg_stats s ON s.schemaname = current_schema()"
+                                  " AND s.tablename = c.relname AND s.attname = 'state'"
+                                  " WHERE c.oid = to_regclass(:table)")
 
 
 def listing_index_statements(table: str) -> list[str]:
@@ -104,7 +113,7 @@ class ListingSQL:
         r = dialect.render
         self.columns = r(dialect.columns)
         self.task = r(f"SELECT {', '.join(TASK_COLUMNS)} FROM {t} WHERE task_id = :task_id")
-        self.counts = r(f"SELECT queue, state, count(*) FROM {t} GROUP BY queue, state")
+        self.state_estimate = r(dialect.state_estimate) if dialect.state_estimate else ""
         outcomes = ", ".join(f"'{state}'" for state in FINAL_OUTCOMES)
         # Due -> finished: the store keeps no start time, so lateness and run time together.
         self.finished = r(f"SELECT state, count(*), avg(updated_at - run_at),"
@@ -150,13 +159,32 @@ class ListingSQL:
     def states(self, equal: Sequence[str]) -> str:
         """The distinct states of the rows with ``column = :column`` for each of ``equal``
         (of ``FILTER_COLUMNS``): one index probe per state found (a loose index scan)."""
-        where = "".join(f" AND {column} = :{column}" for column in equal)
+        return self.distinct("state", equal)
+
+    def distinct(self, column: str, equal: Sequence[str] = ()) -> str:
+        """The distinct values of ``column`` (``state``, or one of ``FILTER_COLUMNS``,
+        which leads an index) among the rows with each of ``equal`` equal to its
+        parameter, at most ``:limit``: one index probe per value (a loose index scan)."""
+        if column not in ("state", *FILTER_COLUMNS):
+            raise ValueError(f"no index leads with {column!r}")
+        where = "".join(f" AND {c} = :{c}" for c in equal)
         t = self._t
         return self.dialect.render(
-            f"WITH RECURSIVE found(state) AS (SELECT min(state) FROM {t} WHERE 1 = 1{where}"
-            f" UNION ALL SELECT (SELECT min(state) FROM {t} WHERE state > found.state{where})"
-            " FROM found WHERE found.state IS NOT NULL)"
-            " SELECT state FROM found WHERE state IS NOT NULL LIMIT :limit")
+            f"WITH RECURSIVE found(v) AS (SELECT min({column}) FROM {t} WHERE 1 = 1{where}"
+            f" UNION ALL SELECT (SELECT min({column}) FROM {t} WHERE {column} > found.v{where})"
+            " FROM found WHERE found.v IS NOT NULL)"
+            " SELECT v FROM found WHERE v IS NOT NULL LIMIT :limit")
+
+    def capped_counts(self, groups: int, by_queue: bool) -> str:
+        """For each group i (``:state{i}``, and ``:queue{i}`` if ``by_queue``), its number
+        of rows counted up to ``:cap``: each count reads at most ``:cap`` index entries, so
+        the statement costs O(groups * cap) however large the table."""
+        rows = []
+        for i in range(groups):
+            where = f"state = :state{i}" + (f" AND queue = :queue{i}" if by_queue else "")
+            rows.append(f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {self._t}"
+                        f" WHERE {where} LIMIT :cap) AS c{i})")
+        return self.dialect.render(" UNION ALL ".join(rows))
 
     def retrying_page(self, after: bool) -> str:
         """A page of the tasks waiting for a retry (``RETRYING``), next due first, after the

@@ -162,9 +162,12 @@ def test_overview_counts_workers_and_the_last_hour(opened: Opened) -> None:
     opened.store.finish([Outcome(c.token, c.task_id, c.version, "failed" if i else "completed",
                                  "E: x" if i else None) for i, c in enumerate(claims[:3])])
     overview = opened.listing.overview()
-    assert overview.counts == opened.store.counts()
-    assert sum(sum(by.values()) for by in overview.queues.values()) == 10
-    assert overview.queues["q1"] == {"completed": 1, "failed": 2, "running": 1}
+    assert {s: c.value for s, c in overview.counts.items()} == opened.store.counts()
+    assert all(c.kind == "exact" for c in overview.counts.values())
+    assert str(overview.total) == "10"
+    assert sum(c.value for by in overview.queues.values() for c in by.values()) == 10
+    assert {s: c.value for s, c in overview.queues["q1"].items()} == {
+        "completed": 1, "failed": 2, "running": 1}
     [worker] = overview.workers
     assert (worker.owner, worker.tasks, worker.fires) == ("worker-1", 3, 0)
     assert "expires in" in lease_text(worker.lease_until, overview.now)
@@ -172,6 +175,29 @@ def test_overview_counts_workers_and_the_last_hour(opened: Opened) -> None:
     assert sum(overview.per_5min) == 3 and overview.per_5min[-1] == 3
     mean = overview.finished["failed"][1]
     assert 90 < mean < 110 and span(mean).endswith(" s")
+
+
+def test_overview_counts_stop_at_their_cap(opened: Opened,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond its cap a count reads no further: an estimate (PostgreSQL, once analysed)
+    or "at least" stands in, so the overview costs the same on any table."""
+    from pysched.durable import listing
+
+    monkeypatch.setattr(listing, "STATE_CAP", 5)
+    monkeypatch.setattr(listing, "QUEUE_CAP", 3)
+    monkeypatch.setattr(listing, "MAX_QUEUES", 2)
+    opened.store.schedule([new(f"t{i}", 1.0 + i, queue=f"q{i % 3}") for i in range(30)])
+    overview = opened.listing.overview()
+    assert overview.more_queues and sorted(overview.queues) == ["q0", "q1"]
+    assert overview.queues["q0"]["pending"] == listing.Count(3, "at least")
+    assert str(overview.queues["q0"]["pending"]) == "3+"
+    if opened.kind == "sqlite":
+        assert overview.counts == {"pending": listing.Count(5, "at least")}
+    else:
+        opened.raw(f"ANALYZE {opened.table}")
+        counts = opened.listing.overview().counts
+        assert counts == {"pending": listing.Count(30, "about")} and str(counts["pending"]) \
+            == "~30"
 
 
 def test_series_next_fire_times_recent_runs_and_counts(opened: Opened) -> None:
