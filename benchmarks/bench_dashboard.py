@@ -38,7 +38,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -100,9 +99,10 @@ def load(url: str, table: str, rows: int) -> None:
         for index in indexes:
             db.execute(f'DROP INDEX "{index}"')
         started = time.perf_counter()
-        # i picks the state: 70% completed, 16% pending, 6% failed, 5% cancelled,
-        # 3% error, and 1 row in 2,000 running (8 workers holding 64 leases each hold 512). Finished rows were due over the last 30 days and finished
-        # 0 to 60 s later; pending ones are due over the next 7 days.
+        # i picks the state: 70% completed, 16% pending, 6% failed, 5% cancelled, 3% error,
+        # and 1 row in 2,000 running (8 workers holding 64 leases each would hold 512).
+        # Finished rows were due over the last 30 days and finished 0 to 60 s later;
+        # pending ones are due over the next 7 days.
         db.execute(f"""
             INSERT INTO {table} (task_id, version, state, run_at, priority, ref, args,
                                  attempts, seq, fmt, error, lease_owner, lease_token,
@@ -115,7 +115,8 @@ def load(url: str, table: str, rows: int) -> None:
                    CASE WHEN s.state = 'pending' THEN 0 ELSE 1 + i % 3 END, i, 1,
                    CASE WHEN s.state IN ('failed', 'error') THEN E'{TRACEBACK}' END,
                    CASE WHEN s.state = 'running' THEN 'worker-' || (i % 8) END,
-                   CASE WHEN s.state = 'running' THEN 'worker-' || (i % 8) || ':x:1:1:task-' || i END,
+                   CASE WHEN s.state = 'running'
+                        THEN 'worker-' || (i % 8) || ':x:1:1:task-' || i END,
                    CASE WHEN s.state = 'running' THEN now_s + 30 END,
                    'queue-' || (i % 5),
                    CASE WHEN s.state IN ('completed', 'failed', 'error', 'cancelled')
@@ -207,7 +208,7 @@ def measure(url: str, table: str, repeats: int) -> dict[str, list[float]]:
     try:
         paths = pages(url, table)
         times: dict[str, list[float]] = {name: [] for name in paths}
-        for name, path in paths.items():  # one warm-up each: connections, plans, caches
+        for path in paths.values():  # one warm-up each: connections, plans, caches
             served.get(path)
         for _ in range(repeats):  # in turns, so a slow moment of the machine hits all alike
             for name, path in paths.items():
@@ -226,9 +227,9 @@ def explain(url: str, table: str) -> None:
     states = [r[0] for r in db.query(sql.states([]), {"limit": 64})]
     statements = {
         "overview: states present": (sql.states([]), {"limit": 64}),
-        "overview: rows of each state, counted up to 10,000": (
+        "overview: rows of each state, counted up to 5,000": (
             sql.capped_counts(len(states), False),
-            {**{f"state{i}": s for i, s in enumerate(states)}, "cap": 10_001}),
+            {**{f"state{i}": s for i, s in enumerate(states)}, "cap": 5_001}),
         "overview: the planner's estimate": (sql.state_estimate, {"table": table}),
         "overview: rows of each queue's states, counted up to 1,000": (
             sql.capped_counts(len(states), True),
@@ -281,23 +282,34 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--postgres", help="use this server instead of a private one")
     parser.add_argument("--plans", action="store_true", help="print the EXPLAIN plans")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --postgres: keep tables a run before loaded (and leave them)")
     args = parser.parse_args()
     context = (contextlib.nullcontext(args.postgres) if args.postgres
                else private_postgres())
     with context as url:
-        small, large = "bench_dash_small", "bench_dash_large"
+        small, large = "bench_dash_small", f"bench_dash_{args.rows}"
         with psycopg.connect(url, autocommit=True) as db:
             version = db.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+            present = {t for t in (small, large) if db.execute(
+                "SELECT to_regclass(%s)", (t,)).fetchone()[0] is not None}  # type: ignore[index]
             for t in (small, large):
+                if args.reuse and t in present:
+                    continue
                 for suffix in ("", "_meta", "_series", "_fires", "_series_notes"):
                     db.execute(f"DROP TABLE IF EXISTS {t}{suffix}")
                 db.execute(f"DROP SEQUENCE IF EXISTS {t}_seq")
-        print(f"PostgreSQL {version}; Python {sys.version.split()[0]}; loading:")
-        load(url, small, 1_000)
-        load(url, large, args.rows)
+        print(f"PostgreSQL {version}; Python {sys.version.split()[0]}; load average"
+              f" {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; loading:")
+        for t, n in ((small, 1_000), (large, args.rows)):
+            if args.reuse and t in present:
+                print(f"  {t}: kept from a run before")
+            else:
+                load(url, t, n)
         times = {f"{1_000:,} rows": measure(url, small, args.repeats),
                  f"{args.rows:,} rows": measure(url, large, args.repeats)}
         ok = report(times)
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         if args.plans:
             explain(url, large)
         _ = listing_index_statements  # the indexes the plans name are these

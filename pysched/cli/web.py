@@ -47,6 +47,9 @@ def _port(text: str) -> int:
 def build(args: argparse.Namespace) -> Any:
     """The app ``run`` serves, after the bind and the token are checked (UsageError)."""
     try:
+        import uvicorn  # noqa: F401 - checked here: run() serves with it
+
+        from ..web import create_app
         from ..web.security import LOOPBACK_HOSTS, check_bind, check_token, is_loopback
     except ImportError as exc:
         raise UsageError(f"the dashboard needs the web extra: pip install 'pysched[web]'"
@@ -59,8 +62,6 @@ def build(args: argparse.Namespace) -> Any:
         check_bind(args.host, token)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    from ..web import create_app
-
     # Bound to loopback, only loopback host names are served: a page elsewhere cannot
     # reach the dashboard through a DNS name it rebinds to this address.
     hosts = [*LOOPBACK_HOSTS, args.host] if is_loopback(args.host) else None

@@ -38,7 +38,7 @@ FAILED_STATES = ("failed", "error")
 # A page across every state merges one index scan per state present, up to this many
 # (a table holding more distinct states than that was written by something else).
 MAX_STATES = 64
-STATE_CAP = 10_000
+STATE_CAP = 5_000
 QUEUE_CAP = 1_000
 MAX_QUEUES = 20
 NEXT_FIRES = 5
@@ -250,11 +250,19 @@ class Listing:
         self.db = db
         self.sql = ListingSQL(db.dialect, check_table(table))
         self._checked = False
+        self._tables: dict[str, set[str]] = {}  # found tables' columns (a dict: thread-safe)
 
     # -- the tables --------------------------------------------------------------------------
 
     def _has(self, table: str) -> set[str]:
-        return {str(r[0]) for r in self.db.query(self.sql.columns, {"table": table})}
+        """The columns of ``table`` (none: no such table). A table once found is taken to
+        stay: its columns are remembered, so a page pays for the look-up once."""
+        known = self._tables.get(table)
+        if known is None:
+            known = {str(r[0]) for r in self.db.query(self.sql.columns, {"table": table})}
+            if known:
+                self._tables[table] = known
+        return known
 
     def check(self) -> None:
         """LookupError unless the task table exists with every column the listing reads."""
