@@ -227,16 +227,16 @@ def explain(url: str, table: str) -> None:
     states = [r[0] for r in db.query(sql.states([]), {"limit": 64})]
     statements = {
         "overview: states present": (sql.states([]), {"limit": 64}),
-        "overview: rows of each state, counted up to 5,000": (
+        "overview: rows of each state, counted up to 2,000": (
             sql.capped_counts(len(states), False),
-            {**{f"state{i}": s for i, s in enumerate(states)}, "cap": 5_001}),
+            {**{f"state{i}": s for i, s in enumerate(states)}, "cap": 2_001}),
         "overview: the planner's estimate": (sql.state_estimate, {"table": table}),
-        "overview: rows of each queue's states, counted up to 1,000": (
+        "overview: rows of each queue's states, counted up to 200": (
             sql.capped_counts(len(states), True),
             {**{f"state{i}": s for i, s in enumerate(states)},
-             **{f"queue{i}": "queue-1" for i in range(len(states))}, "cap": 1_001}),
-        "overview: the last hour": (sql.finished, {"since": now - 3600}),
-        "overview: the last hour, per 5 minutes": (sql.finished_buckets, {"since": now - 3600}),
+             **{f"queue{i}": "queue-1" for i in range(len(states))}, "cap": 201}),
+        "overview: the last hour, per 5 minutes and state": (sql.finished,
+                                                              {"since": now - 3600}),
         "overview: workers": (sql.task_leases, {}),
         "tasks: a page of pending, after a cursor": (
             sql.tasks_page([], 1, True, False),

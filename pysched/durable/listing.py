@@ -38,8 +38,8 @@ FAILED_STATES = ("failed", "error")
 # A page across every state merges one index scan per state present, up to this many
 # (a table holding more distinct states than that was written by something else).
 MAX_STATES = 64
-STATE_CAP = 5_000
-QUEUE_CAP = 1_000
+STATE_CAP = 2_000
+QUEUE_CAP = 200
 MAX_QUEUES = 20
 NEXT_FIRES = 5
 RECENT_FIRES = 10
@@ -352,21 +352,23 @@ class Listing:
     def overview(self) -> Overview:
         """Counts by state and queue, workers, the last hour's outcomes, series by state.
 
-        The counts read the queue index (one pass over it); the last hour reads the
-        rows written in it through the ``updated_at`` index.
+        Each count reads at most its cap of index entries (see ``Overview``); the last
+        hour reads the rows written in it through the ``updated_at`` index.
         """
         self.check()
         now = self.db.now()
         counts, queues, more_queues = self._counts()
         since = now - HOUR
-        finished = {str(state): (int(n), mean, worst) for state, n, mean, worst
-                    in self.db.query(self.sql.finished, {"since": since})}
+        finished: dict[str, tuple[int, Any, Any]] = {}
         per_5min = [0] * 12
-        for bucket, n in self.db.query(self.sql.finished_buckets, {"since": since}):
-            if type(bucket) is int and 0 <= bucket < 12:  # a row from the future goes last
-                per_5min[bucket] += int(n)
-            elif type(bucket) is int and bucket >= 12:
-                per_5min[-1] += int(n)
+        for bucket, state, n, total, worst in self.db.query(self.sql.finished,
+                                                             {"since": since}):
+            if type(bucket) is int and bucket >= 0:  # a row from the future goes last
+                per_5min[min(bucket, 11)] += int(n)
+            count, lag, longest = finished.get(str(state), (0, 0.0, None))
+            finished[str(state)] = (count + int(n), _add(lag, total), _latest(longest, worst))
+        finished = {state: (n, _divide(lag, n), longest)
+                    for state, (n, lag, longest) in finished.items()}
         has_series = self._has_series()
         workers: dict[Any, list[Any]] = {}
         leases = [(0, self.sql.task_leases)]
@@ -511,6 +513,21 @@ class Listing:
 def _check_limit(limit: Any) -> None:
     if type(limit) is not int or not 0 < limit <= MAX_PAGE:
         raise ValueError(f"limit must be an int from 1 to {MAX_PAGE}, got {limit!r}")
+
+
+def _add(a: Any, b: Any) -> Any:
+    """``a + b`` where both are numbers; else whichever is not (a sum over text rows)."""
+    try:
+        return a + b
+    except TypeError:
+        return a if isinstance(a, (int, float)) else b
+
+
+def _divide(total: Any, n: int) -> Any:
+    try:
+        return total / n
+    except (TypeError, ZeroDivisionError):
+        return total
 
 
 def _latest(a: Any, b: Any) -> Any:

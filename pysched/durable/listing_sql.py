@@ -116,12 +116,11 @@ class ListingSQL:
         self.state_estimate = r(dialect.state_estimate) if dialect.state_estimate else ""
         outcomes = ", ".join(f"'{state}'" for state in FINAL_OUTCOMES)
         # Due -> finished: the store keeps no start time, so lateness and run time together.
-        self.finished = r(f"SELECT state, count(*), avg(updated_at - run_at),"
-                          f" max(updated_at - run_at) FROM {t} WHERE updated_at >= :since"
-                          f" AND state IN ({outcomes}) GROUP BY state")
-        self.finished_buckets = r(f"SELECT {dialect.bucket}, count(*) FROM {t}"
-                                  f" WHERE updated_at >= :since AND state IN ({outcomes})"
-                                  " GROUP BY 1")
+        # By 5-minute bucket and state: the sums make each state's mean, one scan for both.
+        self.finished = r(f"SELECT {dialect.bucket}, state, count(*),"
+                          f" sum(updated_at - run_at), max(updated_at - run_at) FROM {t}"
+                          f" WHERE updated_at >= :since AND state IN ({outcomes})"
+                          " GROUP BY 1, 2")
         self.task_leases = r(f"SELECT lease_owner, count(*), max(lease_expires) FROM {t}"
                              " WHERE lease_owner IS NOT NULL GROUP BY lease_owner")
         self.fire_leases = r(f"SELECT lease_owner, count(*), max(lease_expires) FROM {f}"
