@@ -19,8 +19,13 @@ The budgets: the overview and a tasks page at most 150 ms, a task's detail at
 most 50 ms (medians). Then EXPLAIN (ANALYZE, BUFFERS) of each statement the
 pages send, showing the index each one scans.
 
+``--write-cost N`` measures instead what the listing's indexes cost the
+writes of a worker: N tasks scheduled, claimed and finished on a table with
+them and on one without, in turns, as CPU time per task (this process's and
+its PostgreSQL backend's), on PostgreSQL and on SQLite.
+
 Run: ``python benchmarks/bench_dashboard.py [--rows 1000000] [--repeats 15]
-[--postgres URL] [--plans]``.
+[--postgres URL [--reuse]] [--plans]`` or ``... --write-cost 5000 [--rounds 5]``.
 """
 
 from __future__ import annotations
@@ -258,6 +263,72 @@ def explain(url: str, table: str) -> None:
     db.close()
 
 
+def write_cost(url: str, n: int, rounds: int) -> None:
+    """What the listing's indexes cost the writes a worker makes: n tasks scheduled, claimed
+    and finished (batches of 500, 100 and 100) on a table with them and one without, in
+    turns. Measured as CPU time per task, this process's plus its PostgreSQL backend's
+    (read from /proc): unlike elapsed time, it holds still on a machine others load."""
+    from pysched.durable import NewTask, Outcome, open_store
+
+    def one_round(target: str, table: str, drop: bool) -> float:
+        store = open_store(target, table=table)
+        try:
+            conn = store._conns.get()  # type: ignore[attr-defined]
+            if drop:
+                for index in listing_index_names(table):
+                    conn.execute(f'DROP INDEX IF EXISTS "{index}"')
+            backend = getattr(getattr(conn, "info", None), "backend_pid", None)
+            started = cpu_seconds(backend)
+            for i in range(0, n, 500):
+                store.schedule([NewTask(f"w{j}", 1.0 + j, 0, "job", '{"args":[],"kwargs":{}}')
+                                for j in range(i, min(n, i + 500))])
+            while True:
+                claims = store.claim(1e12, 100, "bench", 60.0)
+                if not claims:
+                    break
+                store.finish([Outcome(c.token, c.task_id, c.version, "completed", None)
+                              for c in claims])
+            return (cpu_seconds(backend) - started) / n * 1e6
+        finally:
+            store.close()
+
+    folder = tempfile.mkdtemp(prefix="pysched-bench-write.")
+    for kind in ("PostgreSQL", "SQLite"):
+        cost: dict[str, list[float]] = {"with": [], "without": []}
+        for r in range(rounds + 1):  # the first round of each is a warm-up
+            for label in (("with", "without") if r % 2 else ("without", "with")):
+                table = f"bench_write_{label}_{r}"
+                target = url if kind == "PostgreSQL" else f"{folder}/{table}.db"
+                us = one_round(target, table, drop=label == "without")
+                if kind == "PostgreSQL":
+                    with psycopg.connect(url, autocommit=True) as db:
+                        for suffix in ("", "_meta", "_series", "_fires"):
+                            db.execute(f"DROP TABLE IF EXISTS {table}{suffix}")
+                        db.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
+                if r:
+                    cost[label].append(us)
+        with_, without = (statistics.median(cost[k]) for k in ("with", "without"))
+        print(f"  {kind}: {n:,} tasks scheduled, claimed and finished: {with_:.1f} us of CPU"
+              f" a task with the listing's indexes, {without:.1f} without"
+              f" ({with_ / without:.2f}x); medians of {rounds} rounds in turns")
+    subprocess.run(["rm", "-rf", folder], check=False)
+
+
+def cpu_seconds(backend: int | None) -> float:
+    """This process's CPU time, plus the PostgreSQL backend ``backend``'s if given."""
+    total = time.process_time()
+    if backend is not None:
+        with open(f"/proc/{backend}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def listing_index_names(table: str) -> list[str]:
+    """The names of the indexes ``listing_index_statements(table)`` makes."""
+    return [statement.split('"')[1] for statement in listing_index_statements(table)]
+
+
 def report(times: dict[str, dict[str, list[float]]]) -> bool:
     ok = True
     names = list(next(iter(times.values())))
@@ -282,12 +353,18 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--postgres", help="use this server instead of a private one")
     parser.add_argument("--plans", action="store_true", help="print the EXPLAIN plans")
+    parser.add_argument("--write-cost", type=int, metavar="N", default=0,
+                        help="instead: what the listing's indexes cost N tasks' writes")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --write-cost")
     parser.add_argument("--reuse", action="store_true",
                         help="with --postgres: keep tables a run before loaded (and leave them)")
     args = parser.parse_args()
     context = (contextlib.nullcontext(args.postgres) if args.postgres
                else private_postgres())
     with context as url:
+        if args.write_cost:
+            write_cost(url, args.write_cost, args.rounds)
+            return 0
         small, large = "bench_dash_small", f"bench_dash_{args.rows}"
         with psycopg.connect(url, autocommit=True) as db:
             version = db.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
@@ -312,7 +389,6 @@ def main() -> int:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         if args.plans:
             explain(url, large)
-        _ = listing_index_statements  # the indexes the plans name are these
         return 0 if ok else 1
 
 
