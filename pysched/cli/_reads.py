@@ -19,10 +19,11 @@ from ..durable.listing import Listing
 from ..durable.moments import jsonable
 from ..durable.reading import connect
 from ..durable.steering import Done, Steering
+from ..durable.store import check_key
 from ..durable.stores import open_store
 from ._common import ExitCode, UsageError, fail, first_line, public_target
 
-__all__ = ["act", "guarded", "listing", "print_json", "printable", "steering", "table"]
+__all__ = ["act", "guarded", "key", "listing", "print_json", "printable", "steering", "table"]
 
 
 @contextmanager
@@ -52,6 +53,14 @@ def steering(args: argparse.Namespace) -> Iterator[Steering]:
     finally:
         db.close()
         store.close()
+
+
+def key(text: str) -> str:
+    """An argparse type: text a store can hold as an id, a queue or a name."""
+    try:
+        return check_key(text, "the value")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def guarded(command: str, args: argparse.Namespace, work: Callable[[], int]) -> int:

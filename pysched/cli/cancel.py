@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from ._common import add_store_arguments
-from ._reads import act
+from ._reads import act, key
 
 __all__ = ["add_parser", "run"]
 
@@ -22,7 +22,7 @@ def add_parser(commands: Any) -> None:
         "cancel", help="cancel a pending or running task, or a series",
         description="Cancel the pending or running version of a task and end a series of"
                     " that id, in every worker. A version already running runs on.")
-    parser.add_argument("task_id", metavar="ID", help="the task or series id")
+    parser.add_argument("task_id", metavar="ID", type=key, help="the task or series id")
     add_store_arguments(parser)
     parser.set_defaults(run=run)
 

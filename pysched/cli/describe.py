@@ -15,7 +15,7 @@ from typing import Any
 from ..durable.listing import SeriesDetail, TaskDetail
 from ..durable.moments import lease_text, when
 from ._common import ExitCode, add_store_arguments, fail, public_target
-from ._reads import guarded, listing, print_json, printable, table
+from ._reads import guarded, key, listing, print_json, printable, table
 
 __all__ = ["add_parser", "render_series", "render_task", "run"]
 
@@ -26,7 +26,7 @@ def add_parser(commands: Any) -> None:
         "describe", help="print everything stored of one task or series",
         description="Print one task (state, due time, arguments, attempts, error and"
                     " traceback) and the series of that id if there is one. Reads only.")
-    parser.add_argument("task_id", metavar="ID", help="the task or series id")
+    parser.add_argument("task_id", metavar="ID", type=key, help="the task or series id")
     add_store_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from ._common import add_store_arguments
-from ._reads import act
+from ._reads import act, key
 
 __all__ = ["add_parser", "run"]
 
@@ -22,7 +22,7 @@ def add_parser(commands: Any) -> None:
         "retry", help="run a failed or errored task again, now",
         description="Put a failed or errored task back as a new version due now, its"
                     " attempts counted from 1.")
-    parser.add_argument("task_id", metavar="ID", help="the task id")
+    parser.add_argument("task_id", metavar="ID", type=key, help="the task id")
     add_store_arguments(parser)
     parser.set_defaults(run=run)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..durable.steering import MAX_NOTE
 from ._common import add_store_arguments
-from ._reads import act
+from ._reads import act, key
 
 __all__ = ["add_parser", "run"]
 
@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
                                  description="Run the series' work once now, as a one-shot"
                                              " task named ID@<UTC time>.")
     for action in (pause, resume, trigger):
-        action.add_argument("series_id", metavar="ID", help="the series id")
+        action.add_argument("series_id", metavar="ID", type=key, help="the series id")
         add_store_arguments(action)
         action.set_defaults(run=run)
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..durable.listing import FAILED_STATES, MAX_PAGE, TaskPage
 from ..durable.moments import when
 from ._common import ExitCode, UsageError, add_store_arguments, public_target
-from ._reads import guarded, listing, print_json, printable, table
+from ._reads import guarded, key, listing, print_json, printable, table
 
 __all__ = ["add_parser", "render", "run"]
 
@@ -24,13 +24,14 @@ def add_parser(commands: Any) -> None:
         description="List the tasks of a durable schedule, next due first (--newest-first:"
                     " latest due first), a page at a time. Reads only.")
     add_store_arguments(parser)
-    parser.add_argument("--state", action="append", default=[], metavar="STATE",
+    parser.add_argument("--state", action="append", default=[], metavar="STATE", type=key,
                         help="only tasks in this state (repeat for several; default: every"
                              " state)")
     parser.add_argument("--failed", action="store_true",
                         help="only failed and errored tasks, latest due first")
-    parser.add_argument("--queue", metavar="QUEUE", help="only tasks on this queue")
-    parser.add_argument("--name", metavar="NAME", help="only tasks of this task name")
+    parser.add_argument("--queue", metavar="QUEUE", type=key, help="only tasks on this queue")
+    parser.add_argument("--name", metavar="NAME", type=key,
+                        help="only tasks of this task name")
     parser.add_argument("--limit", type=_page_size, default=50, metavar="N",
                         help=f"tasks per page, 1 to {MAX_PAGE} (default: %(default)s)")
     parser.add_argument("--after", metavar="CURSOR",

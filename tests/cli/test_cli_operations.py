@@ -129,9 +129,11 @@ def test_actions_change_the_store(filled: Target, capsys: pytest.CaptureFixture[
         assert run_now.ref == "report"
     finally:
         store.close()
-    with pytest.raises(SystemExit) as exit_:
-        main(filled.argv("series", "pause", "nightly", "--note", "x" * 3000))
-    assert exit_.value.code == 2
+    for argv in (("series", "pause", "nightly", "--note", "x" * 3000),
+                 ("cancel", "x" * 2000), ("describe", "\udcff"), ("tasks", "--queue", "q\x00")):
+        with pytest.raises(SystemExit) as exit_:
+            main(filled.argv(*argv))
+        assert exit_.value.code == 2, argv
 
 
 def test_times_no_datetime_holds_are_shown(target: Target,
