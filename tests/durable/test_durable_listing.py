@@ -333,3 +333,18 @@ def test_pages_match_a_sort_of_the_rows(tmp_path_factory: Any, rows: list[Any], 
         assert [key(r) for r in got] == [key(r) for r in expected]
     finally:
         o.close()
+
+
+def test_sqlite_text_that_is_not_utf8_is_listed_not_fatal(tmp_path: Any) -> None:
+    """SQLite keeps any bytes in a TEXT column: such a row is read with the bytes replaced,
+    as the store reads it, and the rest of the page is unharmed."""
+    o = Opened("sqlite", str(tmp_path / "s.db"), "pysched_tasks")
+    try:
+        o.store.schedule([new("fine", 1.0), new("odd", 2.0)])
+        o.raw("UPDATE pysched_tasks SET task_id = CAST(x'6f64ff64' AS TEXT),"
+              " error = CAST(x'ff' AS TEXT) WHERE task_id = 'odd'")
+        ids = [line.task_id for line in every_page(o.listing, 1)]
+        assert ids == ["fine", "od\ufffdd"]
+        assert o.listing.overview().counts["pending"].value == 2
+    finally:
+        o.close()
