@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -100,9 +101,9 @@ def create_app(store: str | os.PathLike[str] | Store, *, table: str = "pysched_t
     follow the mount's path. ``app.state.dashboard.close()`` closes its
     connections (the app's lifespan does when it is served on its own).
     """
+    guard = Guard(token)  # checks the token before anything is opened
     target, table, given = _target_of(store, table)
     dashboard = Dashboard(target, table, read_only=read_only, store=given)
-    guard = Guard(token)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters.update(when=moments.when, wall=moments.wall_text, relative=moments.relative,
@@ -128,7 +129,7 @@ def create_app(store: str | os.PathLike[str] | Store, *, table: str = "pysched_t
 
 
 def _lifespan(dashboard: Dashboard) -> Any:
-    from contextlib import asynccontextmanager
+    """Close the dashboard's connections when the server stops (not run when mounted)."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
