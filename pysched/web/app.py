@@ -154,6 +154,14 @@ def _target_of(store: Any, table: str) -> tuple[str, str, Store | None]:
     return store, table, None
 
 
+class _NotFound(Exception):
+    """No row for the page (404), or its page is elsewhere (``moved_to``: 303 there)."""
+
+    def __init__(self, message: str, moved_to: str | None = None) -> None:
+        super().__init__(message)
+        self.moved_to = moved_to
+
+
 class _Pages:
     """The endpoints; each reads in a worker thread and renders one template."""
 
@@ -188,6 +196,10 @@ class _Pages:
         """``work()`` in a worker thread; a store that cannot be read is a 503 page."""
         try:
             return await run_in_threadpool(work)
+        except _NotFound as exc:
+            if exc.moved_to is not None:
+                return RedirectResponse(exc.moved_to, status_code=303)
+            return self.problem(request, 404, str(exc))
         except ValueError as exc:  # a bad cursor or filter, named
             return self.problem(request, 400, str(exc))
         except LookupError as exc:
@@ -233,22 +245,19 @@ class _Pages:
             "retrying": self.d.listing.retrying(after=retrying)})
 
     async def task(self, request: Request) -> Response:
-        refused = self.admitted(request)
-        if refused is not None:
-            return refused
         task_id = request.query_params.get("id")
-        if task_id is None:
-            return self.problem(request, 400, "id: which task? (/task?id=...)")
-        found = await self.read(request, lambda: (self.d.listing.task(task_id),
-                                                  self.d.listing.one_series(task_id, fires=0)))
-        if isinstance(found, Response):
-            return found
-        task, series = found
-        if task is None:
-            if series is not None:
-                return RedirectResponse(_url(request, "series_one", id=task_id), 303)
-            return self.problem(request, 404, f"no task {task_id!r}")
-        return self.render(request, "task.html", task=task, series=series)
+
+        def work() -> dict[str, Any]:
+            if task_id is None:
+                raise ValueError("id: which task? (/task?id=...)")
+            task = self.d.listing.task(task_id)
+            series = self.d.listing.one_series(task_id, fires=0)
+            if task is None:  # a series' id: its page
+                raise _NotFound(f"no task {task_id!r}", None if series is None else
+                                _url(request, "series_one", id=task_id))
+            return {"task": task, "series": series}
+
+        return await self.page(request, "task.html", work)
 
     async def series_list(self, request: Request) -> Response:
         after = request.query_params.get("after", "")
@@ -257,18 +266,17 @@ class _Pages:
             strict=True), now=self.d.db.now()))
 
     async def series_one(self, request: Request) -> Response:
-        refused = self.admitted(request)
-        if refused is not None:
-            return refused
         series_id = request.query_params.get("id")
-        if series_id is None:
-            return self.problem(request, 400, "id: which series? (/series/one?id=...)")
-        found = await self.read(request, lambda: self.d.listing.one_series(series_id))
-        if isinstance(found, Response):
-            return found
-        if found is None:
-            return self.problem(request, 404, f"no series {series_id!r}")
-        return self.render(request, "series.html", detail=found)
+
+        def work() -> dict[str, Any]:
+            if series_id is None:
+                raise ValueError("id: which series? (/series/one?id=...)")
+            detail = self.d.listing.one_series(series_id)
+            if detail is None:
+                raise _NotFound(f"no series {series_id!r}")
+            return {"detail": detail}
+
+        return await self.page(request, "series.html", work)
 
     async def page(self, request: Request, template: str,
                    work: Callable[[], dict[str, Any]]) -> Response:

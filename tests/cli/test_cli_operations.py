@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, unique_table
+from durable_helpers import postgres_url, unique_table
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "web"))
 import dashboard_data  # noqa: E402
@@ -19,7 +19,6 @@ import dashboard_data  # noqa: E402
 from pysched import durable  # noqa: E402
 from pysched._version import __version__  # noqa: E402
 from pysched.cli import main  # noqa: E402
-from pysched.durable.reading import connect  # noqa: E402
 
 
 def no_nan(text: str) -> Any:
@@ -45,10 +44,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     url = postgres_url()
     t = Target("postgres", url, unique_table())
     yield t
-    drop_postgres_table(url, t.table)
-    db = connect(url, writable=True)
-    db.execute([(f"DROP TABLE IF EXISTS {t.table}_series_notes", {})])
-    db.close()
+    dashboard_data.drop_postgres(url, t.table)
 
 
 @pytest.fixture

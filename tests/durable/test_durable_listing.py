@@ -60,9 +60,9 @@ def opened(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Opened]:
     yield o
     o.close()
     drop_postgres_table(url, o.table)
-    db = connect(url, writable=True)
-    db.execute([(f"DROP TABLE IF EXISTS {o.table}_series_notes", {})])
-    db.close()
+    o.writer = connect(url, writable=True)
+    o.writer.execute([(f"DROP TABLE IF EXISTS {o.table}_series_notes", {})])
+    o.writer.close()
 
 
 def new(task_id: str, run_at: float, queue: str = "default", ref: str = "job") -> NewTask:

@@ -60,6 +60,20 @@ def fill(store: Store) -> dict[str, Any]:
     return ids
 
 
+def drop_postgres(url: str, table: str) -> None:
+    """Drop every table a store, the read layer and the steering made for ``table``."""
+    from durable_helpers import drop_postgres_table
+
+    from pysched.durable.reading import connect
+
+    drop_postgres_table(url, table)
+    db = connect(url, writable=True)
+    try:
+        db.execute([(f"DROP TABLE IF EXISTS {table}_series_notes", {})])
+    finally:
+        db.close()
+
+
 def put_bad_series(store: Store) -> None:
     """A series whose spec is not a trigger: shown with its problem, never raising."""
     store.series_table().put("broken", json.dumps({"kind": "sometimes", "fmt": 1}), "report",

@@ -10,7 +10,7 @@ from typing import Any
 
 import dashboard_data
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, unique_table
+from durable_helpers import postgres_url, unique_table
 
 pytest.importorskip("starlette", reason="the dashboard needs the web extra")
 pytest.importorskip("jinja2", reason="the dashboard needs the web extra")
@@ -21,7 +21,6 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from pysched import durable  # noqa: E402
 from pysched.cli import main  # noqa: E402
-from pysched.durable.reading import connect  # noqa: E402
 from pysched.web import create_app  # noqa: E402
 from pysched.web.security import LOOPBACK_HOSTS  # noqa: E402
 
@@ -75,10 +74,7 @@ def site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Site]:
     s = Site("postgres", url, unique_table())
     yield s
     s.close()
-    drop_postgres_table(url, s.table)
-    db = connect(url, writable=True)
-    db.execute([(f"DROP TABLE IF EXISTS {s.table}_series_notes", {})])
-    db.close()
+    dashboard_data.drop_postgres(url, s.table)
 
 
 def csrf_of(html: str) -> str:

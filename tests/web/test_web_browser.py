@@ -21,7 +21,7 @@ from typing import Any
 
 import dashboard_data
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, unique_table
+from durable_helpers import postgres_url, unique_table
 
 uvicorn = pytest.importorskip("uvicorn", reason="the dashboard needs the web extra")
 pytest.importorskip("selenium", reason="the browser tests need selenium (the test extra)")
@@ -33,7 +33,6 @@ from selenium.webdriver.support.expected_conditions import staleness_of  # noqa:
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from pysched import durable  # noqa: E402
-from pysched.durable.reading import connect  # noqa: E402
 from pysched.web import create_app  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -109,10 +108,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
     s = Served(url, table)
     yield s
     s.close()
-    drop_postgres_table(url, table)
-    db = connect(url, writable=True)
-    db.execute([(f"DROP TABLE IF EXISTS {table}_series_notes", {})])
-    db.close()
+    dashboard_data.drop_postgres(url, table)
 
 
 def no_alert(browser: Any) -> bool:
