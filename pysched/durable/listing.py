@@ -293,6 +293,8 @@ class Listing:
         or cursor.
         """
         _check_limit(limit)
+        if isinstance(states, str):  # would be read as a list of one-letter states
+            raise TypeError("states must be a list of states, not a str")
         cursor = None if after is None else decode_cursor(after)
         self.check()
         equal = {"queue": queue, "ref": name}

@@ -281,3 +281,38 @@ def test_the_command_refuses_a_bind_beyond_loopback_without_a_token(
     app = web.build(args)
     assert app.state.dashboard.table == "pysched_tasks"
     app.state.dashboard.close()
+
+
+def test_the_command_serves_the_dashboard_until_interrupted(site: Site) -> None:
+    """``pysched web`` in a process of its own: it serves the pages on the port it was
+    given, and SIGINT stops it with status 0."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "pysched", "web", "--store", site.target,
+                               "--table", site.table, "--port", str(port), "--read-only"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/failed",
+                                            timeout=10) as response:
+                    page = response.read().decode()
+                break
+            except OSError:
+                assert server.poll() is None, server.stdout.read()  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, "pysched web did not start"
+                time.sleep(0.1)
+        assert "failed-1" in page and "read-only" in page and 'method="post"' not in page
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(30) == 0
+        server.stdout.close()  # type: ignore[union-attr]
