@@ -153,8 +153,11 @@ def test_every_page_loads(browser: Any, served: Served) -> None:
             name = {"/": "overview", "/tasks": "tasks", "/failed": "failed",
                     "/series": "series", "/task?id=failed-1": "task",
                     "/series/one?id=every-minute": "series-detail"}.get(path)
-            if name is not None:
+            if name is not None:  # the whole page, up to 1,600 pixels tall
+                height = browser.execute_script("return document.documentElement.scrollHeight")
+                browser.set_window_size(1280, min(int(height) + 140, 1600))
                 browser.save_screenshot(str(Path(SHOTS) / f"dashboard-{name}.png"))
+                browser.set_window_size(1280, 900)
     browser.get(served.base + "/task?id=nobody")
     assert browser.title == "Not found · pysched"
 
