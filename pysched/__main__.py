@@ -1,4 +1,4 @@
-"""``python -m pysched``: the ``pysched`` command (``worker``, ``status``, ``tasks``, ``web``, ...)."""
+"""``python -m pysched``: the ``pysched`` command (``worker``, ``status``, ``web``, ...)."""
 
 import sys
 
