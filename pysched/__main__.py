@@ -1,4 +1,4 @@
-"""``python -m pysched``: the ``pysched`` command (``worker``, ``status``)."""
+"""``python -m pysched``: the ``pysched`` command (``worker``, ``status``, ``web``, ...)."""
 
 import sys
 

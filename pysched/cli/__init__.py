@@ -1,4 +1,7 @@
-"""The ``pysched`` command: ``pysched worker`` and ``pysched status`` (docs/worker.md).
+"""The ``pysched`` command: run a worker, and see and steer a durable schedule.
+
+``worker`` and ``status`` (docs/worker.md); ``tasks``, ``describe``,
+``cancel``, ``retry``, ``series`` and ``web`` (docs/operations.md).
 
 Installed as a console script and reachable as ``python -m pysched``. One
 module per command, each with ``add_parser(commands)`` and ``run(args)``.
@@ -9,7 +12,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from . import status, worker
+from .. import IMPLEMENTATION
+from .._version import __version__
+from . import cancel, describe, retry, series, status, tasks, web, worker
 from ._common import UsageError
 
 __all__ = ["main"]
@@ -22,8 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(
         prog="pysched", description="Run and inspect durable pysched schedules.")
+    parser.add_argument("--version", action="version",
+                        version=f"pysched {__version__} ({IMPLEMENTATION} core)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (worker, status):
+    for command in (worker, status, tasks, describe, cancel, retry, series, web):
         command.add_parser(commands)
     args = parser.parse_args(argv)
     try:

@@ -11,16 +11,20 @@ use) and, for ``run_at``, the scheduling node's wall clock.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
 from ..durable import parse_store_target
+from ..durable.listing import Listing, SeriesLine
+from ..durable.moments import jsonable
+from ..durable.moments import lease_text as _lease
+from ..durable.moments import when as _when
+from ..durable.reading import connect
 from ._common import (
     ExitCode,
     UsageError,
@@ -30,6 +34,8 @@ from ._common import (
     first_line,
     public_target,
 )
+from ._reads import printable
+from ._reads import table as _table
 
 __all__ = ["NoSchedule", "add_parser", "check_schedule", "read_status", "run"]
 
@@ -64,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - reported as one line, exit 1
         return fail("status", f"cannot read the store {where}: {first_line(exc)}")
     status = {"store": where, "table": table, **status}
-    print(json.dumps(status, indent=2) if args.json else render(status))
+    print(json.dumps(jsonable(status), indent=2) if args.json else render(status))
     return ExitCode.OK
 
 
@@ -107,6 +113,7 @@ def read_status(target: str, table: str, limit: int) -> dict[str, Any]:
                                            "run_at, priority DESC, seq", limit)
         result["oldest_running"] = _oldest(reader, table, "running", _RUNNING_COLUMNS,
                                            "run_at, seq", limit)
+        result["series"] = _series(target, table, limit)
         return result
     finally:
         reader.close()
@@ -140,6 +147,15 @@ def render(status: dict[str, Any]) -> str:
         lines += ["", "Oldest running (first due first):",
                   *_table(["TASK ID", "VERSION", "DUE", "ATTEMPTS", "TASK", "OWNER", "LEASE"],
                           running)]
+    series = status.get("series")
+    if series and series["counts"]:
+        by_state = ", ".join(f"{printable(k)} {n:,}" for k, n in series["counts"].items())
+        rows = [[printable(s["series_id"], 40), printable(s["state"]),
+                 _when(s["next_fire"], now) if s["next_fire"] is not None else "-",
+                 printable(s["last_outcome"] or "-"), printable(s["trigger"] or s["problem"], 50)]
+                for s in series["first"]]
+        lines += ["", f"Series ({by_state}), first by id:",
+                  *_table(["SERIES", "STATE", "NEXT FIRE", "LAST OUTCOME", "TRIGGER"], rows)]
     return "\n".join(lines)
 
 
@@ -219,46 +235,30 @@ def _connect(target: str) -> _Reader:
     return _PostgresReader(location) if kind == "postgres" else _SQLiteReader(location)
 
 
+def _series(target: str, table: str, limit: int) -> dict[str, Any]:
+    """The series by state and the first ``limit`` of them by id: next fire time, last
+    outcome. None of either where the store has no series tables (or an older table)."""
+    db = connect(target)
+    try:
+        reads = Listing(db, table)
+        try:
+            counts = reads.series_counts()
+            first = reads.series(limit=max(limit, 1), fires=1)[0] if limit else []
+        except LookupError:
+            return {"counts": {}, "first": []}
+    finally:
+        db.close()
+    return {"counts": counts, "first": [_series_line(s) for s in first]}
+
+
+def _series_line(s: SeriesLine) -> dict[str, Any]:
+    return {"series_id": s.series_id, "state": s.state, "note": s.note,
+            "next_fire": s.next_fires[0] if s.next_fires else None, "last_fire": s.last_fire,
+            "last_outcome": s.last_state, "trigger": s.trigger, "problem": s.problem}
+
+
 def _oldest(reader: _Reader, table: str, state: str, columns: Sequence[str], order: str,
             limit: int) -> list[dict[str, Any]]:
     rows = reader.query(f"SELECT {', '.join(columns)} FROM {table} WHERE state = '{state}'"
                         f" ORDER BY {order} LIMIT {int(limit)}")
     return [dict(zip(columns, row, strict=True)) for row in rows]
-
-
-# -- text -----------------------------------------------------------------------------------
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]],
-           right: Collection[int] = ()) -> list[str]:
-    """Aligned columns, two spaces in; the columns in ``right`` aligned right."""
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
-    out = []
-    for row in [headers, *rows]:
-        cells = [str(x).rjust(w) if i in right else str(x).ljust(w)
-                 for i, (x, w) in enumerate(zip(row, widths, strict=True))]
-        out.append("  " + "  ".join(cells).rstrip())
-    return out
-
-
-def _when(wall: float, now: float) -> str:
-    at = datetime.datetime.fromtimestamp(wall, datetime.timezone.utc)
-    delta = wall - now
-    relative = f"in {_span(delta)}" if delta > 0 else f"{_span(-delta)} ago"
-    return f"{at:%Y-%m-%d %H:%M:%S} UTC ({relative})"
-
-
-def _lease(expires: float | None, now: float) -> str:
-    if expires is None:
-        return "none"
-    left = expires - now
-    return f"expires in {_span(left)}" if left >= 0 else f"expired {_span(-left)} ago"
-
-
-def _span(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from .listing_sql import listing_index_statements
 from .records import Row
 
 C = TypeVar("C")
@@ -45,7 +46,8 @@ def index_statements(t: str) -> list[str]:
             f"CREATE INDEX IF NOT EXISTS {t}_lease ON {t} (lease_expires)"
             " WHERE lease_expires IS NOT NULL",
             f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
-            " WHERE lease_owner IS NOT NULL"]
+            " WHERE lease_owner IS NOT NULL",
+            *listing_index_statements(t)]  # the pages of the read layer (listing.py)
 
 
 def read_row(db: Any, table: str, task_id: str, mark: str) -> dict[str, Any] | None:
