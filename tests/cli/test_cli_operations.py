@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from durable_helpers import postgres_url, unique_table
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "web"))
-import dashboard_data  # noqa: E402
+from pysched import durable
+from pysched._version import __version__
+from pysched.cli import main
 
-from pysched import durable  # noqa: E402
-from pysched._version import __version__  # noqa: E402
-from pysched.cli import main  # noqa: E402
+from support import dashboard_data
+from support.durable import postgres_url, unique_table
 
 
 def no_nan(text: str) -> Any:

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from durable_helpers import drop_postgres_table, postgres_url, unique_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +19,8 @@ from pysched.durable.listing import Listing, decode_cursor, encode_cursor
 from pysched.durable.moments import jsonable, lease_text, span, when
 from pysched.durable.reading import connect
 from pysched.durable.steering import Steering
+
+from support.durable import drop_postgres_table, postgres_url, unique_table
 
 ARGS = '{"args":[],"kwargs":{}}'
 POLICIES = Policies(1.0, "latest", "skip", "continue", 100)

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dashboard_data
 import pytest
-from durable_helpers import postgres_url, unique_table
+
+from support import dashboard_data
+from support.durable import postgres_url, unique_table
 
 pytest.importorskip("starlette", reason="the dashboard needs the web extra")
 pytest.importorskip("jinja2", reason="the dashboard needs the web extra")

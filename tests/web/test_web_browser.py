@@ -19,9 +19,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
-import dashboard_data
 import pytest
-from durable_helpers import postgres_url, unique_table
+
+from support import dashboard_data
+from support.durable import postgres_url, unique_table
 
 uvicorn = pytest.importorskip("uvicorn", reason="the dashboard needs the web extra")
 pytest.importorskip("selenium", reason="the browser tests need selenium (the test extra)")
