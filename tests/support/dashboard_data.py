@@ -62,7 +62,7 @@ def fill(store: Store) -> dict[str, Any]:
 
 def drop_postgres(url: str, table: str) -> None:
     """Drop every table a store, the read layer and the steering made for ``table``."""
-    from durable_helpers import drop_postgres_table
+    from support.durable import drop_postgres_table
 
     from pysched.durable.reading import connect
 
