@@ -20,6 +20,13 @@ from pysched.bench.bounded_baselines import TwoHeapsQueue
 from pysched.bench.competitors import drain_scheduler, drain_versioned
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One process, whatever pyproject's ``-n auto`` asks for the tests: pytest-benchmark
+    turns itself off under pytest-xdist, and timings are taken in one process."""
+    return 0
+
+
 def pure_twins() -> types.SimpleNamespace:
     from pysched._bounded_queue_py import StableBoundedPriorityQueue
     from pysched._scheduler_py import Scheduler

@@ -21,6 +21,7 @@ from pysched.pool.book import NoWakeups, PoolBook, end_futures
 from pysched.pool.future import TaskFuture
 
 from support.aio import VirtualTimeLoop, run
+from support.examples import examples
 
 IDS = st.sampled_from("abcd")
 OPS = st.lists(st.one_of(
@@ -53,7 +54,7 @@ def _model_run_due(book: PoolBook, now: float) -> None:
     end_futures(ended)
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # impl: a module
 @given(ops=OPS)
 def test_inline_paths_agree_with_the_books_methods(impl, ops):

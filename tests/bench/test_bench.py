@@ -36,6 +36,8 @@ from pysched.bench.competitors import (
 )
 from pysched.bench.workloads import WORKLOADS, Workload, run_order
 
+from support.examples import examples
+
 TINY = ["--sizes", "20,200", "--quiet"]
 
 
@@ -300,7 +302,7 @@ scheduler_ops = st.lists(st.one_of(
 
 
 # impl is a module, the same for every example.
-@settings(max_examples=80, deadline=None,
+@settings(max_examples=examples(80), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=scheduler_ops)
 def test_heapq_versioned_claims_what_the_core_claims(impl: Any, ops: list[tuple[Any, ...]]) -> None:
@@ -397,7 +399,7 @@ queue_ops = st.lists(st.one_of(st.tuples(st.just("push"), st.integers(0, 10)),
                                st.tuples(st.just("pop"))), max_size=400)
 
 
-@settings(max_examples=80, deadline=None,
+@settings(max_examples=examples(80), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(capacity=st.integers(0, 8), ops=queue_ops)
 def test_two_heaps_admit_evict_and_pop_as_the_core(impl: Any, capacity: int,

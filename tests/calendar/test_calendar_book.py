@@ -15,6 +15,7 @@ from pysched.calendar import Cron, Every, Series, SeriesHandle
 from pysched.calendar import series as series_module
 
 from support.calendar_driver import BookDriver, Driver, FakeClocks, ts
+from support.examples import examples
 
 SPECS = [
     lambda: Cron("*/5 * * * *"),
@@ -57,7 +58,7 @@ def _play(driver: Driver | BookDriver, clocks: FakeClocks,
         driver.run_until_wall(clocks.wall + 60)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(specs=series_specs, steps=history)
 def test_the_book_decides_as_polling_every_series_does(
         specs: list[tuple[int, str, str, float]], steps: list[tuple[str, int]]) -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pysched.calendar import Cron
 
 from support.calendar_reference import ZONES, changes, random_expression, zone_of
+from support.examples import examples
 
 UTC = timezone.utc
 MICRO = timedelta(microseconds=1)
@@ -25,7 +26,7 @@ instants = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2026,
                         timezones=st.just(UTC))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(cron=crons, t=instants, gap=st.integers(0, 10**7))
 def test_next_after_is_after_monotone_and_misses_nothing(cron: Cron, t: datetime,
                                                           gap: int) -> None:
@@ -48,7 +49,7 @@ CHANGES = [(zone, change) for zone in sorted(ZONES) if zone != "UTC"
            for change in changes(zone_of(ZONES[zone][0]), ZONES[zone][1])]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(at=st.sampled_from(CHANGES), before=st.integers(0, 3 * 3600),
        step=st.sampled_from([1, 2, 5, 10, 15, 30]),
        policy=st.tuples(st.sampled_from(["shift", "skip"]),

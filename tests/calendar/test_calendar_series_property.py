@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pysched.calendar import Cron, Every, Series
 
 from support.calendar_driver import Driver, FakeClocks, ts
+from support.examples import examples
 
 TRIGGERS = {
     "cron_minutes": lambda: Cron("*/5 * * * *"),
@@ -31,7 +32,7 @@ steps = st.lists(st.tuples(st.sampled_from(["advance", "suspend", "set_wall"]),
                  min_size=1, max_size=8)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(trigger=st.sampled_from(sorted(TRIGGERS)), history=steps,
        catch_up=st.sampled_from(["none", "latest", "all"]),
        overlap=st.sampled_from(["skip", "coalesce", "queue"]),

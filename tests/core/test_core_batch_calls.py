@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from pysched._errors import InvalidTransition
 
 from support.core_reentrancy import call_with_action_at_construction
+from support.examples import examples
 from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 
@@ -202,7 +203,7 @@ class _BatchLockstep(RuleBasedStateMachine):
         twin._check()
 
 
-_BatchLockstep.TestCase.settings = settings(max_examples=150, stateful_step_count=40,
+_BatchLockstep.TestCase.settings = settings(max_examples=examples(150), stateful_step_count=40,
                                             deadline=None)
 if not NO_EXTENSIONS:
     TestBatchLockstep = _BatchLockstep.TestCase

@@ -6,7 +6,8 @@ both and every outcome, exception type and message agree.
 
 - The saved corpus (tests/fuzz/corpus/, from atheris campaigns, plus the
   inputs that once found bugs) replays in every run.
-- Random inputs through hypothesis: a few hundred in the default suite, a
+- Random inputs through hypothesis: a few dozen in the default suite (a few
+  hundred with PYSCHED_FULL_EXAMPLES=1: support.examples), a
   large budget behind ``slow`` (PYSCHED_FUZZ_EXAMPLES sets it).
 - The coverage-guided campaign is tests/fuzz/fuzz_core.py (atheris).
 - The bounded queue has its own: tests/fuzz/differential_queue.py, fed by
@@ -26,6 +27,7 @@ from fuzz.differential_queue import run_queue_differential
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
 from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 CORPUS = Path(__file__).resolve().parents[1] / "fuzz" / "corpus"
@@ -85,7 +87,7 @@ def test_a_divergence_is_caught():
                          [("schedule", "a", 1.0, 0, print)])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(min_size=1, max_size=400))
 def test_random_inputs_agree(data):
     run(data)
@@ -108,7 +110,7 @@ MIXED = st.lists(st.one_of(NEWER, st.binary(min_size=1, max_size=12)), min_size=
                  max_size=60).map(b"".join)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(MIXED)
 def test_random_inputs_with_the_newer_operations_agree(data):
     run(data)
@@ -132,7 +134,7 @@ def run_queue(data: bytes) -> None:
     run_queue_differential(compiled_module(), pure_namespace(), capacity, tenant_limit, ops)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(min_size=1, max_size=400))
 def test_random_queue_inputs_agree(data):
     run_queue(data)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.examples import examples
+
 # The inverse of the table's Fibonacci multiplier modulo 2**64: hashes
 # ``base + c * _PHI_INVERSE`` mix to ``base * phi + c``, so for small c they
 # share their home bucket at every table size but are not equal.
@@ -57,7 +59,7 @@ operations = st.lists(st.tuples(st.sampled_from(["schedule", "cancel", "run"]),
 
 
 # impl is a module, the same for every example.
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=operations)
 def test_colliding_ids_keep_their_states(impl, ops):

@@ -15,7 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-SETTINGS = settings(max_examples=200, deadline=None,
+from support.examples import examples
+
+SETTINGS = settings(max_examples=examples(200), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # Times at the edges of the order: both zeros, the smallest subnormals, the

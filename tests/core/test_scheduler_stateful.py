@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from pysched import InvalidTransition
 
+from support.examples import examples
 from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 from support.scheduler_model import Model
 
@@ -173,7 +174,7 @@ def make_machine(impl):
     return SchedulerMachine
 
 
-SETTINGS = settings(max_examples=150, stateful_step_count=60, deadline=None)
+SETTINGS = settings(max_examples=examples(150), stateful_step_count=60, deadline=None)
 
 TestPureScheduler = make_machine(pure_namespace()).TestCase
 TestPureScheduler.settings = SETTINGS

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import pysched.sched
 
+from support.examples import examples
 from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 WAIT = 60.0  # seconds a test waits for a thread before calling it stuck; never reached when correct
@@ -135,7 +136,7 @@ CORES = [pytest.param("c", id="c", marks=pytest.mark.skipif(
 
 
 @pytest.mark.parametrize("which", CORES)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ops=st.lists(OPS, max_size=40))
 def test_same_results_as_the_standard_library(which, ops):
     core = compiled_module().Scheduler if which == "c" else pure_namespace().Scheduler

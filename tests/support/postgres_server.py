@@ -113,7 +113,7 @@ def _start() -> Server:
     run_as: list[str] = []
     folder = tempfile.mkdtemp(prefix="pysched-pg-")
     try:
-        if os.geteuid() == 0:  # initdb refuses to run as root
+        if hasattr(os, "geteuid") and os.geteuid() == 0:  # initdb refuses to run as root
             try:
                 import pwd
 
