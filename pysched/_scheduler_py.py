@@ -35,12 +35,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterable
-from heapq import (  # type: ignore[attr-defined]  # _siftdown: heapq's sift-up
-    _siftdown,
-    heapify,
-    heappop,
-    heappush,
-)
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 # The state names and REBUILD_FLOOR, shared with the Cython core.
@@ -518,7 +513,7 @@ class Scheduler:
             slot.pending_seq = self._seq
             slot.fn = items[k][3]
             self._live += 1
-            _siftdown(self._heap, 0, start + k)  # heapq's name for moving an entry up
+            _sift_up(self._heap, start + k)
         self._maybe_rebuild()
         return versions
 
@@ -659,3 +654,19 @@ def _wait(run_at: float, now: float) -> float:
     """Seconds from ``now`` to a later ``run_at``: > 0, and finite even across the whole range."""
     # Distinct finite floats never subtract to 0, but can overflow to inf.
     return min(run_at - now, sys.float_info.max)
+
+
+def _sift_up(heap: list[Any], pos: int) -> None:
+    """Move ``heap[pos]`` up to its place in ``heap[:pos + 1]``, given ``heap[:pos]`` is a heap.
+
+    heapq's own ``_siftdown(heap, 0, pos)``, which heapq keeps private: the
+    entries ``schedule_many`` appended at once are placed one by one.
+    """
+    entry = heap[pos]
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        if not entry < heap[parent]:
+            break
+        heap[pos] = heap[parent]
+        pos = parent
+    heap[pos] = entry

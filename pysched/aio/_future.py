@@ -15,31 +15,32 @@ asyncio's do; an exception never retrieved is reported to the loop's
 exception handler when the Future is collected, as asyncio reports its own.
 It is not an instance of ``asyncio.Future``.
 
-A version's Future also carries what the scheduler needs to run it (its
-caller's context, and once claimed the core Task and the asyncio Task that
-awaits its result), so each version allocates one object of ours. Fields
-every version sets are slots; those most versions leave at their default are
-class attributes, set on the instance (in its ``__dict__``, made on first
-use) only when they differ.
+What the scheduler needs to run the version (its caller's context, its
+core Task, the asyncio Task awaiting its result) is not here but in the
+book's record of the version (``pysched.aio._version.AioVersion``), which
+points at this Future. Fields every Future sets are slots; those most leave
+at their default are class attributes, set on the instance (in its
+``__dict__``, made on first use) only when they differ.
 
 Invariants: a Future leaves PENDING once, to FINISHED (``_result``, or
-``_exception`` when it failed) or CANCELLED (``_cancel_message``); its
-callbacks are scheduled then, and dropped.
+``_exception`` when it failed) or CANCELLED (``_cancel_message``), and only
+through its own methods (the scheduler uses ``set_result``,
+``set_exception`` and ``notify_cancelled``); its callbacks are scheduled
+then, and dropped.
 """
 
 from __future__ import annotations
 
 import contextvars
-import math
-from asyncio import AbstractEventLoop, CancelledError, InvalidStateError, Task
+from asyncio import AbstractEventLoop, CancelledError, InvalidStateError
 from collections.abc import Callable, Generator, Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
-from .. import _future_fields
-from .._future_fields import CANCELLED, CLOSED, REPLACED
-from ..pool.recurring import Recurrence
+from .._future_fields import CANCELLED, CLOSED, REPLACED, VersionFields
 
 _T = TypeVar("_T")
+
+_new = object.__new__
 
 # asyncio's own state names (asyncio.base_futures), which repr() shows.
 PENDING = "PENDING"
@@ -54,9 +55,7 @@ class _Owner(Protocol):
 
     def cancel_future(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool: ...
 
-    def has_begun(self, run: AsyncTaskFuture[Any]) -> bool: ...
-
-    def is_calling(self, run: AsyncTaskFuture[Any]) -> bool: ...
+    def is_calling(self, fut: AsyncTaskFuture[Any]) -> bool: ...
 
 
 class _UnretrievedLog:
@@ -82,7 +81,7 @@ class _UnretrievedLog:
             })
 
 
-class AsyncTaskFuture(Generic[_T]):
+class AsyncTaskFuture(VersionFields, Generic[_T]):
     """The Future of one version of a scheduled task; asyncio takes it as a Future.
 
     ``cancel(msg=None)`` cancels the version: one that has not started (still
@@ -95,42 +94,20 @@ class AsyncTaskFuture(Generic[_T]):
     ``loop.create_future()`` does.
     """
 
-    __slots__ = ("_loop", "_state", "_result", "_owner", "_task_id", "_version", "_context",
-                 "_task", "_aio", "_coro", "__dict__", "__weakref__")
+    __slots__ = ("_loop", "_state", "_result", "_owner", "_task_id", "_version", "__dict__",
+                 "__weakref__")
 
-    # Set by the scheduler when it makes one (without __init__, which costs more):
     _loop: AbstractEventLoop
     _state: str
     _result: Any  # set when it finishes
     _owner: _Owner | None  # the runner of the scheduler that made it; None if made by hand
     _task_id: Hashable
     _version: int
-    # A copy of its caller's context, which the version runs in (None when that
-    # held no variables: it runs in a fresh one); dropped once it started or
-    # ended, as the core Task is, so a Future kept after its version holds
-    # neither the context's values nor fn and its arguments.
-    _context: contextvars.Context | None
-    # Set when the version's fn returned an awaitable:
-    _task: Any  # the core Task
-    _aio: Task[Any] | None  # the asyncio Task awaiting the result (None while it is made)
-    _coro: Any  # its coroutine (else the Task's own), to tell whether it has begun (with _aio)
     # Defaults, set on the instance when they differ:
     _exception: BaseException | None = None
     _callbacks: list[tuple[Callable[[Any], object], contextvars.Context]] | None = None
     _cancel_message: Any = None
     _unretrieved: _UnretrievedLog | None = None
-    _cancel_reason: str | None = None
-    _stop_reason: str | None = None  # why a running version was asked to stop
-    _stop_msg: Any = None  # the message it was asked to stop with
-    # What the book (pysched.pool.book.BookFuture) reads; an AsyncScheduler
-    # has no recurring series in its book and no use for a pending run_at.
-    _run_at = -math.inf
-    _series: Recurrence | None = None
-    _in_run = False
-
-    task_id = _future_fields.task_id
-    version = _future_fields.version
-    cancel_reason = _future_fields.cancel_reason
 
     def __init__(self, *, loop: AbstractEventLoop) -> None:
         self._loop = loop
@@ -138,7 +115,18 @@ class AsyncTaskFuture(Generic[_T]):
         self._owner = None
         self._task_id = None
         self._version = 0
-        self._context = None
+
+    @classmethod
+    def of_version(cls, loop: AbstractEventLoop, owner: _Owner, task_id: Hashable,
+                   version: int) -> AsyncTaskFuture[Any]:
+        """The Future of ``version`` of ``task_id``, handed out by the scheduler ``owner``."""
+        fut: AsyncTaskFuture[Any] = _new(cls)  # without __init__, which costs more
+        fut._loop = loop
+        fut._state = PENDING
+        fut._owner = owner
+        fut._task_id = task_id
+        fut._version = version
+        return fut
 
     # -- asyncio's Future protocol -------------------------------------------------
 
@@ -210,7 +198,7 @@ class AsyncTaskFuture(Generic[_T]):
             return False
         owner = self._owner
         if owner is None:  # made by hand: a plain Future
-            return self._resolve_cancelled(CANCELLED, msg)
+            return self.notify_cancelled(CANCELLED, msg)
         return owner.cancel_future(self, CANCELLED, msg)
 
     def set_result(self, result: _T) -> None:
@@ -264,11 +252,11 @@ class AsyncTaskFuture(Generic[_T]):
             state += f" exception={exc!r}" if exc is not None else f" result={self._result!r}"
         return f"<{self._what()} {state}>"
 
-    # -- what the scheduler does ------------------------------------------------------
+    # -- for the scheduler that made it ---------------------------------------------------
 
-    def _resolve_cancelled(self, reason: str, msg: Any = None) -> bool:
-        """Cancel the Future itself with ``reason`` (also its message unless ``msg`` is given)."""
-        self._context = None
+    def notify_cancelled(self, reason: str, msg: Any = None) -> bool:
+        """Cancel the Future with ``reason`` (its ``cancel_reason``; also its message unless
+        ``msg`` is given): its version ended, or stopped, without a result. False if done."""
         if self._state is not PENDING:
             return False
         self._cancel_reason = reason
@@ -277,11 +265,6 @@ class AsyncTaskFuture(Generic[_T]):
         if self._callbacks:
             self._schedule_callbacks()
         return True
-
-    def _has_started(self) -> bool:
-        """Whether its claimed version has begun (the book's BookFuture)."""
-        assert self._owner is not None
-        return self._owner.has_begun(self)
 
     def _schedule_callbacks(self) -> None:
         callbacks = self._callbacks

@@ -3,7 +3,8 @@
 ``LoopRunner`` binds to the loop, pumps due versions into calls and asyncio
 Tasks, arms the timer for the head, keeps the host Task while there is work,
 ends what never started and stops what runs; the book (``pysched.pool.book``)
-holds the versions, as ``pysched.pool.threads`` does for the thread pool.
+holds the versions' records (``AioVersion``), as ``pysched.pool.threads``
+does for the thread pool; the Futures change only through their own methods.
 Everything here runs on the loop's thread (see ``pysched.aio`` for the
 invariants). The scheduler's public calls and the versions' Futures
 (``cancel_future``, ``has_begun``) come in here; what the runner needs of the
@@ -25,10 +26,10 @@ from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN
 from ..pool.book import Book
 from ._calls import TASKS_TAKE_A_CONTEXT, settable
-from ._calls import has_begun as coroutine_has_begun
-from ._future import CANCELLED, CLOSED, FINISHED, REPLACED, AsyncTaskFuture
+from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
 from ._timer import DeadlineTimer
+from ._version import AioVersion
 
 __all__ = ["LoopRunner"]
 
@@ -40,7 +41,7 @@ def _never() -> bool:
 class LoopRunner:
     """The loop, the pump, the timer, the host and the Tasks of one scheduler."""
 
-    def __init__(self, book: Book[AsyncTaskFuture[Any]], max_concurrency: int | None,
+    def __init__(self, book: Book[AioVersion], max_concurrency: int | None,
                  core_factory: Callable[..., Any], close_on_loop_shutdown: Callable[[], None],
                  ) -> None:
         self.book = book
@@ -55,7 +56,7 @@ class LoopRunner:
         # asyncio Tasks of versions released before they began: each ends at its
         # first step without running any of its code.
         self.orphans: set[asyncio.Task[Any]] = set()
-        self._calling: AsyncTaskFuture[Any] | None = None  # the version whose fn is being called
+        self._calling: AioVersion | None = None  # the version whose fn is being called
         self.host: Host | None = None  # while there is work
         self.ended_host: asyncio.Task[None] | None = None  # the last host, still returning
         # The runner's own callbacks run in a context of their own: none of
@@ -104,7 +105,7 @@ class LoopRunner:
         if self._pump_handle is None:
             self._pump_handle = loop.call_soon(self._pump, context=self._own_context)
 
-    def own_run(self) -> AsyncTaskFuture[Any] | None:
+    def own_run(self) -> AioVersion | None:
         """The running version whose code is calling us, if any."""
         if self._calling is not None:
             return self._calling
@@ -113,29 +114,28 @@ class LoopRunner:
         current = asyncio.current_task(self.loop)  # None, not an error, off the loop
         if current is not None:
             for run in self.book.running.values():
-                if run._aio is current:
+                if run.aio is current:
                     return run
         return None
 
-    def is_calling(self, run: AsyncTaskFuture[Any]) -> bool:
-        """Whether the caller is ``run``'s own code: its fn, or a step of its Task."""
-        if run is self._calling:
+    def is_calling(self, fut: AsyncTaskFuture[Any]) -> bool:
+        """Whether the caller is the own code of ``fut``'s version: its fn, or a step of its
+        Task (the Future's ``_Owner``)."""
+        run = self._calling
+        if run is not None and run.future is fut:
             return True
-        aio = getattr(run, "_aio", None)  # set once its fn returned an awaitable
-        return aio is not None and aio is asyncio.current_task(self.loop)
+        run = self.book.running.get(fut.task_id)
+        return (run is not None and run.future is fut and run.aio is not None
+                and run.aio is asyncio.current_task(self.loop))
 
     # -- ending versions: what never started, and what runs ---------------------------
-
-    def has_begun(self, run: AsyncTaskFuture[Any]) -> bool:
-        """Whether any code of a running (claimed) version has run."""
-        return run is self._calling or run._aio is None or coroutine_has_begun(run._coro)
 
     def cancel(self, task_id: Hashable) -> bool:
         """End ``task_id``'s version that has not started, stop the one that runs; whether found.
 
         The caller settles afterwards (see settle()), as after close().
         """
-        ended: list[AsyncTaskFuture[Any]] = []
+        ended: list[AioVersion] = []
         found, started = self.book.cancel(task_id, CANCELLED, ended)
         self.end_unstarted(ended)
         if started is not None:
@@ -143,23 +143,28 @@ class LoopRunner:
         return found
 
     def cancel_future(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
-        """``fut.cancel(msg)``: end its version unless it started, else stop it."""
+        """``fut.cancel(msg)``: end its version unless it started, else stop it (the Future's
+        ``_Owner``)."""
         self.check_caller()
-        ended: list[AsyncTaskFuture[Any]] = []
-        done = self.book.cancel_future(fut, ended)
-        if done is None:  # no longer the book's: it ended already
+        ended: list[AioVersion] = []
+        outcome = self.book.cancel_future(fut, ended)
+        if outcome is None:  # no longer the book's: it ended already
             return False
+        done, run = outcome
         self.end_unstarted(ended, msg)
         self.settle()
-        return done or self._request_stop(fut, reason, msg)
+        if done:
+            return True
+        assert run is not None  # a pending version always ends
+        return self._request_stop(run, reason, msg)
 
     def replace_one_shot(self, task_id: Hashable) -> None:
         """A series of ``task_id`` replaces its one-shot version that has not started."""
         book = self.book
-        ended: list[AsyncTaskFuture[Any]] = []
-        fut = book.pending.get(task_id)
-        if fut is not None:
-            book.drop_pending(task_id, fut, REPLACED, ended)
+        ended: list[AioVersion] = []
+        pending = book.pending.get(task_id)
+        if pending is not None:
+            book.drop_pending(task_id, pending, REPLACED, ended)
         run = book.running.get(task_id)
         if run is not None:
             book.end_claimed(run, REPLACED, ended)  # unless it started
@@ -169,7 +174,7 @@ class LoopRunner:
     def close(self) -> None:
         """open -> closing: end every version that has not started, and start nothing more."""
         book = self.book
-        ended: list[AsyncTaskFuture[Any]] = []
+        ended: list[AioVersion] = []
         book.close(ended)  # open -> closing; every pending version ends
         for run in list(book.running.values()):
             book.end_claimed(run, CLOSED, ended)  # unless it started
@@ -185,39 +190,38 @@ class LoopRunner:
         running = self.book.running
         # Only started versions run once closing: close() ended the others.
         for run in list(running.values()):
-            if run is not own and running.get(run._task_id) is run:
+            if run is not own and running.get(run.task_id) is run:
                 self._request_stop(run, reason)
 
-    def end_unstarted(self, ended: list[AsyncTaskFuture[Any]], msg: Any = None) -> None:
+    def end_unstarted(self, ended: list[AioVersion], msg: Any = None) -> None:
         """Resolve the Futures of versions the book ended unstarted; release claimed ones now."""
         running = self.book.running
-        for fut in ended:
-            if running.get(fut._task_id) is fut:
-                self._release(fut)
-            fut._resolve_cancelled(fut._cancel_reason or CANCELLED, msg)
+        for run in ended:
+            if running.get(run.task_id) is run:
+                self._release(run)
+            run.future.notify_cancelled(run.cancel_reason or CANCELLED, msg)
 
-    def _request_stop(self, fut: AsyncTaskFuture[Any], reason: str, msg: Any = None) -> bool:
+    def _request_stop(self, run: AioVersion, reason: str, msg: Any = None) -> bool:
         """Ask a started version to stop: cancel its Task, or once its fn or first step returns."""
-        if fut._stop_reason is None:
-            fut._stop_reason = reason
-            fut._stop_msg = msg
+        if run.stop_reason is None:
+            run.stop_reason = reason
+            run.stop_msg = msg
         # Its fn is being called, or its Task is being made: it stops once that returns.
-        if fut is self._calling or fut._aio is None:
+        if run is self._calling or run.aio is None:
             return True
-        return fut._aio.cancel(msg if msg is not None else reason)
+        return run.aio.cancel(msg if msg is not None else reason)
 
-    def _release(self, run: AsyncTaskFuture[Any]) -> None:
+    def _release(self, run: AioVersion) -> None:
         """A claimed version ended before it began: release it, and its Task ends unrun."""
-        self.book.release(run._task, run)
-        run._task = None
-        aio = run._aio
+        self.book.release(run)
+        aio = run.aio
         assert aio is not None
         if not aio.done():  # else something cancelled it already (a loop shutting down)
             self.orphans.add(aio)
             aio.add_done_callback(self._orphan_done, context=self._own_context)
             aio.cancel()  # its first step throws into our wrapper before it awaits the coroutine
-        run._coro.close()  # so the coroutine is not reported as never awaited
-        run._aio = run._coro = None
+        run.coro.close()  # so the coroutine is not reported as never awaited
+        run.aio = run.coro = None
 
     def _orphan_done(self, aio: asyncio.Task[Any]) -> None:
         self.orphans.discard(aio)
@@ -257,59 +261,43 @@ class LoopRunner:
             self.on_loop_shutdown()
             return
         assert self.loop is not None
-        core = book.core
-        claim = core.next
         now = self.loop.time()
-        cap = self._max_concurrency
         pending = book.pending
-        running = book.running
-        complete = core.complete
-        finished = FINISHED
+        claim = book.claim
+        complete = book.complete
         for _ in range(len(pending)):  # more may be due after: look again on the next iteration
-            if cap is not None and len(running) >= cap:
-                self._disarm()  # a finishing run pumps again
-                break
-            task = claim(now)
-            if task is None:
+            work = claim(now)
+            if work is None:  # nothing pending, or at the cap: a finishing run pumps again
                 self._disarm()
                 break
-            if task.__class__ is float:  # not due yet: wake at the head's own run_at
-                self._arm(core.peek()[0])
+            if work.__class__ is float:  # not due yet: wake at the head's own run_at
+                self._arm(book.core.peek()[0])
                 break
-            task_id = task.task_id
-            fut = pending.pop(task_id)
-            running[task_id] = fut
-            if len(running) > book.peak:
-                book.peak = len(running)
-            context: Any = fut._context
+            run: AioVersion = work  # type: ignore[assignment]
+            context: Any = run.context
             if context is None:
                 context = Context()
             else:
-                fut._context = None
+                run.context = None
             # While its fn is called the version is _calling; only one that returns
-            # an awaitable gets the fields of a Task (_task, _aio, _coro).
-            self._calling = fut
+            # an awaitable gets the fields of a Task (aio, coro).
+            self._calling = run
             try:
-                result = context.run(task.fn)
+                result = context.run(run.task.fn)
             except BaseException as exc:  # noqa: BLE001 - the version's outcome, as in a Task
                 self._calling = None
-                self._call_raised(fut, task, exc)
+                self._call_raised(run, exc)
             else:
                 self._calling = None
                 # inspect.isawaitable, with the common answers (None, a coroutine) first.
                 if result is not None and (result.__class__ is CoroutineType
                                            or isawaitable(result)):
-                    self._await_result(fut, task, result, context)
+                    self._await_result(run, result, context)
+                elif run.stop_reason is None:  # _end()'s first case
+                    complete(run)
+                    run.future.set_result(result)
                 else:
-                    del running[task_id]
-                    if fut._stop_reason is None:  # _end()'s first case, inline
-                        complete(task)
-                        fut._result = result  # set_result(), inline
-                        fut._state = finished
-                        if fut._callbacks:
-                            fut._schedule_callbacks()
-                    else:
-                        self._end(fut, task, result, None, in_call=True)
+                    self._end(run, result, None, in_call=True)
             if book.state is not OPEN:  # a callable closed the scheduler
                 break
         else:
@@ -319,28 +307,24 @@ class LoopRunner:
                 self._disarm()
         self.settle()
 
-    def _await_result(self, fut: AsyncTaskFuture[Any], task: Any, result: Any,
-                      context: Any) -> None:
+    def _await_result(self, run: AioVersion, result: Any, context: Any) -> None:
         """A version's fn returned an awaitable: await it in an asyncio Task in its context."""
         assert self.loop is not None
-        if fut._stop_reason is not None:
+        if run.stop_reason is not None:
             # Asked to stop while its fn ran: it ends cancelled, as a plain call
             # does; a Task cancelled before its first step would never finish it.
             if result.__class__ is CoroutineType:
                 result.close()  # never awaited, and not reported so
-            del self.book.running[fut._task_id]
-            self._end(fut, task, None, None, in_call=True)
+            self._end(run, None, None, in_call=True)
             return
-        fut._task = task
-        fut._aio = None
-        coro = self._await_version(fut, result)
+        coro = self._await_version(run, result)
         # What tells whether it has begun: its coroutine, else the wrapper that
         # awaits its other awaitable (a Task cancelled before its first step never
         # enters it, so the version is released as one that has not begun).
-        fut._coro = result if result.__class__ is CoroutineType else coro
+        run.coro = result if result.__class__ is CoroutineType else coro
         # An eager task factory runs the first step in here (so the version
         # counts as "calling"), and may even end it before create_task returns.
-        self._calling = fut
+        self._calling = run
         try:
             if TASKS_TAKE_A_CONTEXT:
                 aio = self.loop.create_task(coro, context=context)
@@ -348,25 +332,24 @@ class LoopRunner:
                 aio = context.run(self.loop.create_task, coro)
         except BaseException as exc:  # noqa: BLE001
             self._calling = None
-            if self.book.running.get(fut._task_id) is not fut:  # an eager first step ended it
+            if self.book.running.get(run.task_id) is not run:  # an eager first step ended it
                 raise
-            self._call_raised(fut, task, exc)
+            self._call_raised(run, exc)
             return
         self._calling = None
-        if self.book.running.get(fut._task_id) is fut:  # not ended by an eager first step
-            fut._aio = aio
-            if fut._stop_reason is not None:  # asked to stop in an eager first step
-                aio.cancel(fut._stop_msg if fut._stop_msg is not None else fut._stop_reason)
+        if self.book.running.get(run.task_id) is run:  # not ended by an eager first step
+            run.aio = aio
+            if run.stop_reason is not None:  # asked to stop in an eager first step
+                aio.cancel(run.stop_msg if run.stop_msg is not None else run.stop_reason)
 
-    def _call_raised(self, fut: AsyncTaskFuture[Any], task: Any, exc: BaseException) -> None:
+    def _call_raised(self, run: AioVersion, exc: BaseException) -> None:
         """A version's fn (or its eager first step) raised ``exc``: fail or cancel it."""
-        del self.book.running[fut._task_id]
-        self._end(fut, task, None, exc, in_call=True)
+        self._end(run, None, exc, in_call=True)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             self._request_pump()  # what is due still runs if the loop goes on
             raise exc
 
-    async def _await_version(self, fut: AsyncTaskFuture[Any], awaitable: Any) -> None:
+    async def _await_version(self, run: AioVersion, awaitable: Any) -> None:
         """The coroutine of a version's asyncio Task: await its result, then finish it.
 
         Finishing here rather than in a done callback spares a loop callback
@@ -380,50 +363,45 @@ class LoopRunner:
             # Thrown in by close() outside any step (the Task is being destroyed with
             # its loop): nothing to record. Raised during a step by the version's own
             # code, it is its outcome, as any other exception.
-            current, aio = asyncio.current_task(self.loop), fut._aio
+            current, aio = asyncio.current_task(self.loop), run.aio
             if current is None or (aio is not None and current is not aio):  # None: eager
                 raise
             exc, result = error, None
         except BaseException as error:  # noqa: BLE001
             exc, result = error, None
-        running = self.book.running
-        del running[fut._task_id]
-        task, fut._task = fut._task, None
-        self._end(fut, task, result, exc, in_call=fut._aio is None)  # None: an eager first step
-        fut._aio = fut._coro = None  # the Task holds the version's context
-        if not running or self._settle_waiters:
+        self._end(run, result, exc, in_call=run.aio is None)  # None: an eager first step
+        run.aio = run.coro = None  # the Task holds the version's context
+        if not self.book.running or self._settle_waiters:
             self.settle()
         if self._pump_handle is None:  # a slot is free, and a parked newer version may be due
             self._request_pump()
         if exc is not None and isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise exc
 
-    def _end(self, fut: AsyncTaskFuture[Any], task: Any, result: Any, exc: BaseException | None,
-             *, in_call: bool) -> None:
-        """Finish a version that has left ``_running``: the core, the counters, its Future.
+    def _end(self, run: AioVersion, result: Any, exc: BaseException | None, *,
+             in_call: bool) -> None:
+        """Finish a started version: the book (it leaves ``running``), the core, its Future.
 
-        ``task`` is its core Task; ``in_call`` says it ended without a Task
-        awaiting it (its fn returned or raised, or an eager first step ended it).
+        ``in_call`` says it ended without a Task awaiting it (its fn returned
+        or raised, or an eager first step ended it).
         """
-        core = self.book.core
-        if exc is None and fut._stop_reason is not None and in_call:
+        fut = run.future
+        if exc is None and run.stop_reason is not None and in_call:
             # A call asked to stop while it ran ends cancelled, as a Task
             # cancelled in its last step does.
             exc = asyncio.CancelledError()
         if exc is None:
-            core.complete(task)
+            self.book.complete(run)
             if not fut.done():
                 fut.set_result(result)
         elif isinstance(exc, asyncio.CancelledError):
-            core.fail(task, exc)
-            self.book.counts.cancelled += 1
-            msg = fut._stop_msg
+            self.book.fail(run, exc, cancelled=True)
+            msg = run.stop_msg
             if msg is None and exc.args:
                 msg = exc.args[0]
-            fut._resolve_cancelled(fut._stop_reason or CANCELLED, msg)
+            fut.notify_cancelled(run.stop_reason or CANCELLED, msg)
         else:
-            core.fail(task, exc)
-            self.book.counts.failed += 1
+            self.book.fail(run, exc)
             if not fut.done():
                 fut.set_exception(settable(exc))
 

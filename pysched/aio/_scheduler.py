@@ -29,8 +29,9 @@ from .._validate import check_capacity, check_hashable, check_time
 from ..calendar import Cron, Event, Every, SeriesHandle
 from ..pool.book import Book, NoWakeups
 from ._calls import bound_call
-from ._future import CANCELLED, CLOSED, PENDING, REPLACED, AsyncTaskFuture
+from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._runner import LoopRunner
+from ._version import AioVersion
 from .series import SeriesDriver
 
 __all__ = ["AsyncScheduler"]
@@ -38,8 +39,6 @@ __all__ = ["AsyncScheduler"]
 # schedule()'s default, the same object as every (): without arguments fn is
 # stored as it is, and the core checks it.
 _NO_ARGS: tuple[Any, ...] = ()
-# A version's Future is made without __init__: schedule() sets its fields.
-_new_future = object.__new__
 
 # How versions ended, besides completed, as stats() tells them: the book's
 # counts. "scheduled" and "completed" are the core's own counts (every
@@ -91,13 +90,13 @@ class AsyncScheduler:
         # The versions, the state and the counts, in the pool's book: nothing to
         # wake (the pump looks for itself), no bound, no aging, no lateness kept.
         # Its core is made on binding, with the loop's clock.
-        self._book: Book[AsyncTaskFuture[Any]] = Book(
-            None, max_concurrency or sys.maxsize, 0.0, None, None, 1, NoWakeups())
+        self._book: Book[AioVersion] = Book(None, max_concurrency or sys.maxsize, None,
+                                            NoWakeups())
         self._runner = runner = LoopRunner(self._book, max_concurrency,
                                            _core_factory or _impl.Scheduler,
                                            partial(self.close, cancel_running=True))
         # The running versions waiting in aclose() (see there).
-        self._closers: set[AsyncTaskFuture[Any]] = set()
+        self._closers: set[AioVersion] = set()
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
         self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), runner.on_loop_shutdown,
                                     runner.replace_one_shot, runner.check_caller)
@@ -140,29 +139,15 @@ class AsyncScheduler:
         version = book.core.schedule(task_id, run_at, priority, call)  # checks the rest
         if self._series.holds(task_id):  # a task id is one thing: this replaces its series
             self._series.end(task_id, REPLACED)
-        fut: AsyncTaskFuture[Any] = _new_future(AsyncTaskFuture)  # its fields, set here:
-        fut._loop = loop
-        fut._state = PENDING
-        fut._owner = runner
-        fut._task_id = task_id
-        fut._version = version
+        fut = AsyncTaskFuture.of_version(loop, runner, task_id, version)
         # A context without variables is not kept: the version gets a fresh empty
         # one when it starts, the same to it, and nothing more for the
         # collector to walk while it is pending.
-        fut._context = copy_context() or None
-        # The book's add(), inline: it is the path every version takes.
-        old = book.pending.setdefault(task_id, fut)  # one lookup when nothing is replaced
-        if old is not fut:  # the core has just replaced its version
-            book.pending[task_id] = fut
-            ended: list[AsyncTaskFuture[Any]] = []
-            book.replaced(old, ended)
+        run = AioVersion(fut, copy_context() or None)
+        ended: list[AioVersion] = []
+        book.adopt(task_id, run, ended)  # ends the version it replaced, if any
+        if ended:
             runner.end_unstarted(ended)
-        elif book.running:
-            run = book.running.get(task_id)
-            if run is not None:  # ended unless it started
-                ended = []
-                book.end_claimed(run, REPLACED, ended)
-                runner.end_unstarted(ended)
         runner.version_added()
         return fut
 

@@ -1,7 +1,9 @@
 """The thread pool scheduler, one module per job.
 
 - ``scheduler``: ThreadPoolScheduler, the public class (arguments, Futures);
-- ``book``: versions, their Futures, the state and counters, without threads;
+- ``book``: the versions' records, the state and counters, without threads
+  (shared with ``pysched.aio``); ``pool_book``: the pool's record of a
+  version (``PoolVersion``) and what only the pool's book does;
 - ``threads``: the lock, the workers and the dispatcher (lock order, who runs what);
 - ``future``: TaskFuture; ``token``: CancelToken and current_token();
 - ``recurring``, ``aging``, ``backpressure``, ``deadlines``, ``stats``,

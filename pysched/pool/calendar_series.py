@@ -111,7 +111,7 @@ class CalendarRecurrence(Recurrence):
         A failed Future: the pool ended the series (a run that failed or timed
         out under on_error="stop", or a next wake-up it refused), reason "error".
         """
-        reason = fut._cancel_reason if isinstance(fut, TaskFuture) else None
+        reason = fut.cancel_reason if isinstance(fut, TaskFuture) else None
         if reason not in (REPLACED, CLOSED):
             reason = CANCELLED if fut.cancelled() else ERROR
         calendar = self.calendar

@@ -1,7 +1,7 @@
-"""The timeouts of running tasks: a min-heap of (deadline, seq, future, run_no).
+"""The timeouts of running tasks: a min-heap of (deadline, seq, run, run_no).
 
 Lazy deletion: a task that finishes before its deadline leaves its entry in
-the heap, stale; an entry is live while its future's run number still matches
+the heap, stale; an entry is live while its run's number still matches
 and the scheduler still runs it. Stale entries are dropped when they reach the
 root, and all at once by a rebuild as soon as they outnumber the live ones
 (above REBUILD_FLOOR entries), and all at once when none is live, so the
@@ -29,24 +29,24 @@ class Deadlines:
 
     def __init__(self, is_live: Callable[[Any, int], bool]) -> None:
         self._heap: list[tuple[float, int, Any, int]] = []
-        self._seq = itertools.count()  # FIFO among equal deadlines; futures are never compared
+        self._seq = itertools.count()  # FIFO among equal deadlines; runs are never compared
         self._live = 0
-        self._is_live = is_live  # (future, run_no) -> is that run still running?
+        self._is_live = is_live  # (run, run_no) -> is that run still running?
 
     def __bool__(self) -> bool:
         return bool(self._heap)
 
-    def add(self, deadline: float, future: Any, run_no: int) -> bool:
+    def add(self, deadline: float, run: Any, run_no: int) -> bool:
         """Track a run; True if it is now the earliest deadline."""
-        heappush(self._heap, (deadline, next(self._seq), future, run_no))
+        heappush(self._heap, (deadline, next(self._seq), run, run_no))
         self._live += 1
-        return self._heap[0][2] is future
+        return self._heap[0][2] is run
 
     def finished(self) -> None:
         """One tracked run ended before its deadline: its entry turns stale."""
         self._live -= 1
         heap = self._heap
-        if not self._live:  # every entry is stale: drop them, and the futures they hold
+        if not self._live:  # every entry is stale: drop them, and the runs they hold
             heap.clear()
         elif len(heap) > REBUILD_FLOOR and len(heap) > 2 * self._live:
             is_live = self._is_live
@@ -63,10 +63,10 @@ class Deadlines:
         expired = []
         is_live = self._is_live
         while heap and heap[0][0] <= now:
-            _, _, future, run_no = heappop(heap)
-            if is_live(future, run_no):
+            _, _, run, run_no = heappop(heap)
+            if is_live(run, run_no):
                 self._live -= 1
-                expired.append(future)
+                expired.append(run)
         if not self._live:
             heap.clear()
         return expired

@@ -22,24 +22,25 @@ the same from 3.2 to 3.14, so every inherited method and the module
 functions work on it; a test pins those names.
 
 Invariants: every state change happens under ``_lock`` (the Condition, once
-made, is built on it), exactly as in a stock Future. A TaskFuture is resolved
-exactly once, by the one party that took its version out of the scheduler's
-``_pending`` map or out of the core: the worker that claimed it, or the call
-that cancelled, replaced, evicted or closed it, outside the scheduler's lock
-(done callbacks run then).
+made, is built on it), exactly as in a stock Future, and only in this
+class's methods. The pool moves it with the methods an Executor uses
+(``set_running_or_notify_cancel``, ``set_result``, ``set_exception``) and
+``notify_cancelled`` for a version ended before it ran. A TaskFuture is
+resolved exactly once, by the one party that took its version out of the
+pool's book: the worker that started it, or the call that cancelled,
+replaced, evicted or closed it, outside the pool's lock (done callbacks run
+then).
 
-What a worker needs (fn, args, kwargs, timeout, the recurring series if any)
-lives on the TaskFuture too, so each task allocates one object of ours. Fields
-that most tasks leave at their default are class attributes, set on the
-instance only when they differ.
+What a worker needs to run the version (fn, its arguments, its timeout, its
+series) is not here but in the book's record of the version
+(``pysched.pool.pool_book.PoolVersion``), which points at this Future: a
+Future kept after its version ended holds none of it.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-import types
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from concurrent.futures import CancelledError, Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout  # not the builtin one on 3.10
 from concurrent.futures._base import (
@@ -51,12 +52,8 @@ from concurrent.futures._base import (
 )
 from typing import Any, Protocol
 
-from .. import _future_fields
-from .._future_fields import SELF
-from .recurring import Recurrence
-from .token import CancelToken
+from .._future_fields import SELF, VersionFields
 
-_NO_KWARGS: Mapping[str, Any] = types.MappingProxyType({})
 _DONE = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED})
 _CANCELLED = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED})
 _RLock = threading.RLock
@@ -67,14 +64,15 @@ __all__ = ["FutureOwner", "TaskFuture"]
 class FutureOwner(Protocol):
     """What a TaskFuture needs of the pool that made it."""
 
-    def cancel_future(self, fut: TaskFuture) -> bool:
-        """Future.cancel(): cancel ``fut``'s version unless it started; True if cancelled."""
+    def cancel_future(self, fut: TaskFuture) -> bool | None:
+        """Future.cancel(): end ``fut``'s version unless it started.
 
-    def token_for(self, fut: TaskFuture) -> CancelToken:
-        """The cancel token of ``fut``'s running version, made on first use."""
+        True if it ended now, False if it started; None if the pool no longer
+        holds it (the Future's own state decides).
+        """
 
 
-class TaskFuture(Future):  # type: ignore[type-arg]
+class TaskFuture(Future, VersionFields):  # type: ignore[type-arg]
     """The Future of one version of a scheduled task, or of a recurring series.
 
     It behaves as a ``concurrent.futures.Future``. ``cancel()`` on a version
@@ -95,30 +93,14 @@ class TaskFuture(Future):  # type: ignore[type-arg]
     _waiter_list: list[Any] | None = None  # concurrent.futures.wait() waiters
     _callback_list: list[Callable[[Future[Any]], Any]] | None = None
 
-    task_id = _future_fields.task_id
-    version = _future_fields.version
-    cancel_reason = _future_fields.cancel_reason
-
-    # What the scheduler keeps on it.
-    _task_id: Hashable = SELF
-    _version = 0
-    _run_at = -math.inf  # of the pending version; submit() leaves it: due at once anyway
-    _args: tuple[Any, ...] = ()
-    _kwargs: Mapping[str, Any] = _NO_KWARGS
-    _timeout: float | None = None
-    _series: Recurrence | None = None
-    _cancel_reason: str | None = None  # why this Future was cancelled
-    _stop_reason: str | None = None  # why the running version's token is (to be) set
-    _token: CancelToken | None = None  # made on the first current_token() of a run
-    _timed_out = False  # the running version passed its timeout
-    _run_no = 0  # counts the runs of a series, so a stale timeout entry is recognised
-    _in_run = False  # a series: a run is claimed or running (fn must stay in place)
-
-    def __init__(self, owner: FutureOwner, fn: Callable[..., Any]) -> None:
+    def __init__(self, owner: FutureOwner, task_id: Hashable = SELF, version: int = 1) -> None:
+        """The Future of ``version`` of ``task_id`` (SELF: the Future is its own id), made by
+        the pool ``owner`` once its core accepted the version."""
         # Future.__init__ is not called: see the module docstring.
         self._lock = self._condition = _RLock()  # type: ignore[assignment]
         self._owner = owner
-        self._fn: Callable[..., Any] | None = fn
+        self._task_id = task_id
+        self._version = version
 
     # -- Future's fields, made on first use ----------------------------------------
 
@@ -194,13 +176,53 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         if not self._set_outcome(None, exception):
             raise InvalidStateError(f"{self._state}: {self!r}")
 
-    # -- transitions the scheduler makes ---------------------------------------------
+    def cancel(self) -> bool:
+        """Cancel this version if it has not started; True if it is now cancelled.
+
+        A pending version is taken out of the scheduler and can never start. A
+        version claimed by a worker but not started yet is cancelled too: the
+        worker sees it and does not run it. O(1).
+        """
+        done = self._owner.cancel_future(self)
+        if done is None:  # no longer its pool's: ended by someone else, or never added
+            return self._cancel_reason is not None or self._cancel_unowned()
+        return done
+
+    # -- for the pool that made it, as set_running_or_notify_cancel is for an Executor ----
+
+    def set_running_or_notify_cancel(self) -> bool:
+        """As ``Future``'s: the version starts (True), unless the Future was cancelled, which
+        is then notified to waiters (False)."""
+        with self._lock:
+            if self._state == PENDING:
+                self._state = RUNNING
+                return True
+            if self._state != CANCELLED:
+                raise RuntimeError(f"Future in unexpected state: {self._state}")
+            self._notify_cancelled_locked()
+        return False
+
+    def notify_cancelled(self, reason: str) -> None:
+        """For the pool: the version was ended before it ran, for ``reason`` (its
+        ``cancel_reason``); the Future is cancelled and everyone waiting is told."""
+        with self._lock:
+            state = self._state
+            if state != PENDING and state != CANCELLED:
+                return
+            self._cancel_reason = reason
+            self._notify_cancelled_locked()
+        # Future.cancel() of a CANCELLED Future ran its callbacks already.
+        if state == PENDING and self._callback_list:
+            self._invoke_callbacks()  # type: ignore[attr-defined]
+
+    def has_done_callbacks(self) -> bool:
+        """For the pool: whether resolving it runs done callbacks (user code that may be slow)."""
+        return bool(self._callback_list)
+
+    # -- its own transitions -------------------------------------------------------------
 
     def _set_outcome(self, result: Any, exception: BaseException | None) -> bool:
-        """``set_result()``/``set_exception()`` from RUNNING (or PENDING for a series).
-
-        False if it was done already (someone called ``Future.cancel(f)`` itself).
-        """
+        """``set_result()``/``set_exception()``; False if it was done already."""
         with self._lock:
             if self._state in _DONE:
                 return False
@@ -218,27 +240,13 @@ class TaskFuture(Future):  # type: ignore[type-arg]
             self._invoke_callbacks()  # type: ignore[attr-defined]
         return True
 
-    def _cancel_unrun(self) -> None:
-        """``cancel()`` plus ``set_running_or_notify_cancel()`` for a version that never ran."""
-        with self._lock:
-            if self._state != PENDING:
-                return
-            self._state = CANCELLED_AND_NOTIFIED
-            for waiter in self._waiter_list or ():
-                waiter.add_cancelled(self)
-            if self._cond is not None:
-                self._cond.notify_all()
-        if self._callback_list:
-            self._invoke_callbacks()  # type: ignore[attr-defined]
-
-    def cancel(self) -> bool:
-        """Cancel this version if it has not started; True if it is now cancelled.
-
-        A pending version is taken out of the scheduler and can never start. A
-        version claimed by a worker but not started yet is cancelled too: the
-        worker sees it and does not run it. O(1).
-        """
-        return self._owner.cancel_future(self)
+    def _notify_cancelled_locked(self) -> None:
+        """Under ``_lock``: -> CANCELLED_AND_NOTIFIED, and every waiter told."""
+        self._state = CANCELLED_AND_NOTIFIED
+        for waiter in self._waiter_list or ():
+            waiter.add_cancelled(self)
+        if self._cond is not None:
+            self._cond.notify_all()
 
     def _cancel_unowned(self) -> bool:
         """Future.cancel() itself, for a Future its pool no longer holds."""
@@ -253,18 +261,3 @@ class TaskFuture(Future):  # type: ignore[type-arg]
         if self._callback_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
         return True
-
-    def _has_started(self) -> bool:
-        """Whether the book started its version (see pysched.pool.book.BookFuture)."""
-        return self._state is RUNNING
-
-    def _current_token(self) -> CancelToken:
-        return self._owner.token_for(self)
-
-    def _release_call(self) -> None:
-        """Drop fn and its arguments once the version can no longer run."""
-        self._fn = None
-        if self._args:
-            del self._args
-        if self._kwargs:
-            del self._kwargs

@@ -1,8 +1,8 @@
 """ThreadPoolScheduler: a fixed pool of worker threads running the core Scheduler's tasks.
 
 The public class only checks arguments and builds Futures; it is joined to
-its parts by composition: a ``PoolBook`` (``pysched.pool.book``: versions,
-Futures, state, counters) driven by a ``PoolThreads`` (``pysched.pool.threads``:
+its parts by composition: a ``PoolBook`` (``pysched.pool.pool_book``: versions,
+state, counters) driven by a ``PoolThreads`` (``pysched.pool.threads``:
 the lock, the workers, the dispatcher, and the lock order and which thread
 runs which user code). The Futures are ``pysched.pool.future``'s, the tokens
 ``pysched.pool.token``'s. The pool holds the scheduler only weakly, so a
@@ -31,10 +31,10 @@ from .._validate import (
 )
 from ..calendar import Cron, Event, Every, Series, SeriesHandle
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
-from .book import PoolBook
 from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
 from .clocks import checked_clock, checked_reading, waiter_for
-from .future import _NO_KWARGS, TaskFuture
+from .future import TaskFuture
+from .pool_book import PoolBook, PoolVersion
 from .recurring import (
     FIXED_DELAY,
     FIXED_RATE,
@@ -160,9 +160,8 @@ class ThreadPoolScheduler(Executor):
         argument; a refused call changes nothing. O(log n).
         """
         # task_id, run_at, priority and fn are checked by the core, before any change
-        fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        self._pool.add(task_id, run_at, priority, fut, checked_reading(self._clock))
-        return fut
+        run = self._new_version(fn, args, kwargs, timeout)
+        return self._pool.add(task_id, run_at, priority, run, checked_reading(self._clock))
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
                     args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
@@ -170,10 +169,9 @@ class ThreadPoolScheduler(Executor):
         """``schedule()`` at ``delay`` (>= 0) seconds from now on the clock."""
         check_hashable(task_id, "task_id")
         delay = _check_seconds(delay, "delay", allow_zero=True)
-        fut = self._new_future(task_id, fn, args, kwargs, timeout)
+        run = self._new_version(fn, args, kwargs, timeout)
         now = checked_reading(self._clock)
-        self._pool.add(task_id, _from_now(now, delay, "delay"), priority, fut, now)
-        return fut
+        return self._pool.add(task_id, _from_now(now, delay, "delay"), priority, run, now)
 
     def schedule_every(self, task_id: Hashable, interval: float, priority: int,
                        fn: Callable[..., Any], args: Iterable[Any] = (),
@@ -241,13 +239,11 @@ class ThreadPoolScheduler(Executor):
         series = Series(task_id, trigger, calendar.read(), misfire_grace=misfire_grace,
                         catch_up=catch_up, max_catch_up=max_catch_up, overlap=overlap,
                         on_error=on_error)
-        fut = self._new_future(task_id, fn, args, kwargs, timeout)
-        record = CalendarRecurrence(series, priority, calendar, fn, fut._args, fut._kwargs)
-        fut._fn = record.run
-        fut._args = ()
-        fut._kwargs = _NO_KWARGS
-        fut._series = record
-        self._pool.add(task_id, record.first_wake(), priority, fut, checked_reading(self._clock))
+        call = self._new_version(fn, args, kwargs, timeout)
+        record = CalendarRecurrence(series, priority, calendar, fn, call.args, call.kwargs)
+        run = PoolVersion(self._pool, record.run, timeout=call.timeout, series=record)
+        fut = self._pool.add(task_id, record.first_wake(), priority, run,
+                             checked_reading(self._clock))
         fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return pool_series_handle(task_id, fut, record)
 
@@ -266,16 +262,13 @@ class ThreadPoolScheduler(Executor):
         O(log n).
         """
         pool = self._pool
-        fut = TaskFuture(pool, fn)
-        if args:
-            fut._args = args
-        if kwargs:
-            fut._kwargs = kwargs
+        fut = TaskFuture(pool)  # its own task id, version 1
+        run = PoolVersion(pool, fn, args, kwargs)
         now = checked_reading(self._clock)
         if not pool.try_lock(False):
             pool.wait_lock()
         try:
-            self._book.submit(fut, now)
+            self._book.submit(fut, run, now)
         finally:
             pool.unlock()
         return fut
@@ -355,27 +348,19 @@ class ThreadPoolScheduler(Executor):
         return (f"<ThreadPoolScheduler {self._book.state} max_workers={self._max_workers}"
                 f" pending={len(self._core)} running={self._book.claimed}>")
 
-    def _new_future(self, task_id: Hashable, fn: Callable[..., Any], args: Iterable[Any],
-                    kwargs: Mapping[str, Any] | None, timeout: float | None) -> TaskFuture:
-        """Check args, kwargs and timeout and build the version's Future."""
-        fut = TaskFuture(self._pool, fn)
-        fut._task_id = task_id
+    def _new_version(self, fn: Callable[..., Any], args: Iterable[Any],
+                     kwargs: Mapping[str, Any] | None, timeout: float | None) -> PoolVersion:
+        """Check args, kwargs and timeout and make the version's record."""
         if args.__class__ is tuple and kwargs is None and timeout is None:
-            if args:  # the common call: nothing more to check
-                fut._args = args
-            return fut
+            return PoolVersion(self._pool, fn, args)  # the common call
         if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
             raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")
         if kwargs is not None and not isinstance(kwargs, Mapping):
             raise TypeError(f"kwargs must be a mapping, not {type(kwargs).__name__}")
         if timeout is not None:
-            fut._timeout = _check_seconds(timeout, "timeout", allow_zero=False)
-        args = tuple(args)
-        if args:
-            fut._args = args
-        if kwargs:
-            fut._kwargs = dict(kwargs)
-        return fut
+            timeout = _check_seconds(timeout, "timeout", allow_zero=False)
+        return PoolVersion(self._pool, fn, tuple(args), dict(kwargs) if kwargs else None,
+                           timeout)
 
 
 def _check_seconds(value: Any, name: str, *, allow_zero: bool) -> float:

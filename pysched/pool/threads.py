@@ -1,8 +1,8 @@
 """The threads of a pool: its workers and its dispatcher, around a PoolBook.
 
 ``PoolThreads`` owns the lock, the worker and dispatcher threads and what
-they wait on; the book (``pysched.pool.book``) holds the versions, and this
-class is its ``Wakeups``. A worker finishes its task and claims the next due
+they wait on; the book (``pysched.pool.pool_book``) holds the versions, and
+this class is its ``Wakeups``. A worker finishes its task and claims the next due
 one in one critical section, so a busy pool moves from task to task without
 waking anyone. A free worker that finds the head not yet due waits for it
 itself, on ``timer_cv`` (the timing worker: one at a time), and claims it
@@ -66,11 +66,12 @@ from typing import Any
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING
 from .._validate import check_time
-from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups, PoolBook, end_futures
+from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups
 from .clocks import Waiter
 from .future import TaskFuture
 from .lock import hot_path_ops, pool_lock
-from .token import CancelToken, _current_run, run_callbacks
+from .pool_book import PoolBook, PoolVersion, end_futures
+from .token import CancelToken, current_run, run_callbacks, scheduler_token
 
 LOGGER = logging.getLogger("pysched")
 _INF = math.inf
@@ -120,7 +121,7 @@ class PoolThreads:
         self.wait = wait
         self.prefix = prefix
         self.book = book = book_factory(self)
-        self.handoff: deque[tuple[Any, TaskFuture]] = deque()  # claimed for idle workers
+        self.handoff: deque[PoolVersion] = deque()  # claimed for idle workers
         self.idle = 0  # workers waiting on work_ready and not yet notified
         self.dispatch_at = -_INF  # when the dispatcher wakes (-inf: it is awake)
         self.timing = False  # a free worker waits on timer_cv for the head to come due
@@ -188,21 +189,23 @@ class PoolThreads:
 
     # -- calls from the scheduler and its Futures ------------------------------------------
 
-    def add(self, task_id: Any, run_at: float, priority: int, fut: TaskFuture,
-            now: float) -> None:
-        ended: list[TaskFuture] = []
+    def add(self, task_id: Any, run_at: float, priority: int, run: PoolVersion,
+            now: float) -> TaskFuture:
+        """Add ``run`` as the pending version of ``task_id``; its Future."""
+        ended: list[PoolVersion] = []
         with self.lock:
-            self.book.add(task_id, run_at, priority, fut, now, ended)
+            self.book.add(task_id, run_at, priority, run, now, ended)
         if ended:
             end_futures(ended)
+        return run.future  # type: ignore[return-value]  # made by add()
 
     def cancel(self, task_id: Any) -> bool:
-        ended: list[TaskFuture] = []
+        ended: list[PoolVersion] = []
         callbacks = None
         with self.lock:
             found, started = self.book.cancel(task_id, CANCELLED, ended)
             if started is not None:
-                callbacks = self.request_stop(started, CANCELLED)
+                callbacks = self.book.request_stop(started, CANCELLED)
         try:
             end_futures(ended)
         finally:  # the token no longer holds them: they run now or never
@@ -210,49 +213,39 @@ class PoolThreads:
                 run_callbacks(callbacks)
         return found
 
-    def cancel_future(self, fut: TaskFuture) -> bool:
-        """FutureOwner: Future.cancel() of one of this pool's Futures."""
-        ended: list[TaskFuture] = []
+    def cancel_future(self, fut: TaskFuture) -> bool | None:
+        """FutureOwner: Future.cancel() of one of this pool's Futures (see TaskFuture.cancel)."""
+        ended: list[PoolVersion] = []
         with self.lock:
-            done = self.book.cancel_future(fut, ended)
+            outcome = self.book.cancel_future(fut, ended)
         end_futures(ended)
-        if done is None:  # no longer ours: ended by someone else, or never added
-            return fut._cancel_reason is not None or fut._cancel_unowned()
-        return done
+        return None if outcome is None else outcome[0]
 
-    def token_for(self, fut: TaskFuture) -> CancelToken:
-        """FutureOwner: the token of ``fut``'s current run, made on first use."""
+    def token_for(self, run: PoolVersion) -> CancelToken:
+        """PoolOwner: the token of ``run``'s current run, made on first use."""
         with self.lock:
-            token = fut._token
-            if token is None:
-                token = fut._token = CancelToken._for_scheduler(
-                    self.lock, self.clock, self.wait, fut._stop_reason)
-            return token
+            return self.book.token_for(run, self._new_token)
 
-    def request_stop(self, run: TaskFuture, reason: str) -> list[Callable[[], Any]] | None:
-        """Set a started version's token (made later, if not yet); under the lock."""
-        if run._stop_reason is None:
-            run._stop_reason = reason
-        token = run._token
-        return None if token is None else token._set_locked(run._stop_reason)
+    def _new_token(self, reason: str | None) -> CancelToken:
+        return scheduler_token(self.lock, self.clock, self.wait, reason)
 
     def close(self, cancel_running: bool) -> None:
         """open or draining -> closing; with ``cancel_running`` set the running tokens."""
-        ended: list[TaskFuture] = []
+        ended: list[PoolVersion] = []
         callbacks: list[Callable[[], Any]] = []
         with self.lock:
             self.book.close(ended)
             if cancel_running:
                 for run in self.book.running.values():
-                    callbacks.extend(self.request_stop(run, CLOSED) or ())
+                    callbacks.extend(self.book.request_stop(run, CLOSED) or ())
         try:
             end_futures(ended)
         finally:  # the tokens no longer hold them: they run now or never
             run_callbacks(callbacks)
 
     def drain(self, due_by: float | None = None) -> None:
-        """open -> draining (see PoolBook.drain)."""
-        ended: list[TaskFuture] = []
+        """open -> draining (see Book.drain)."""
+        ended: list[PoolVersion] = []
         with self.lock:
             self.book.drain(ended, due_by)
         end_futures(ended)
@@ -280,8 +273,7 @@ class PoolThreads:
             self.work_ready.notify()
         return None
 
-    def _next_work(self, now: float,
-                   ended: list[TaskFuture]) -> tuple[Any, TaskFuture] | float | None:
+    def _next_work(self, now: float, ended: list[PoolVersion]) -> PoolVersion | float | None:
         """A started version for this worker, or the core's hint; under the lock.
 
         A claimed version that was ended before it started is released here.
@@ -292,10 +284,12 @@ class PoolThreads:
             work = handoff.popleft() if handoff else book.claim(now)
             if work is None or work.__class__ is float:
                 return work
-            task, fut = work  # type: ignore[misc]
-            if book.start(fut):
-                return task, fut
-            book.finish(task, fut, False, now, now, None, ended)
+            if book.start(work):  # type: ignore[arg-type]
+                return work
+            book.finish(work, False, now, now, None, ended)  # type: ignore[arg-type]
+            # Held until the lock is released, as everything dropped here (its Future
+            # was cancelled by whoever ended it: end_futures leaves it so).
+            ended.append(work)  # type: ignore[arg-type]
 
     # -- the worker ----------------------------------------------------------------
 
@@ -304,16 +298,15 @@ class PoolThreads:
         try_lock, wait_lock, unlock = self.try_lock, self.wait_lock, self.unlock
         read_clock = self.read_clock
         book = self.book
-        set_current = _current_run.set
-        reset_current = _current_run.reset
-        task: Any = None
-        fut: TaskFuture | None = None
-        work: Any = None  # a started (task, future), or the core's hint: float or None
+        set_current = current_run.set
+        reset_current = current_run.reset
+        run: PoolVersion | None = None  # the version this worker ran last
+        work: Any = None  # a started version not run yet, or the core's hint: float or None
         result: Any = None
         failure: BaseException | None = None
-        owns = False
+        resolves = False
         start = now = book.epoch
-        ended: list[TaskFuture] = []
+        ended: list[PoolVersion] = []
         try:
             while True:
                 now = read_clock(start)
@@ -322,24 +315,22 @@ class PoolThreads:
                     wait_lock()
                 broken = None
                 try:
-                    if fut is not None:
-                        failure, owns = book.finish(task, fut, True, start, now, failure, ended)
+                    if run is not None:
+                        failure, resolves = book.finish(run, True, start, now, failure, ended)
                     # Done callbacks are user code that may take long: claim the next
                     # version only after them, so it does not wait behind them while
                     # another worker could run it.
-                    if fut is None or not (owns and fut._callback_list):
+                    if run is None or not (resolves and run.future.has_done_callbacks()):  # type: ignore[union-attr]
                         try:
                             work = self._next_work(now, ended)
-                        except BaseException as exc:  # noqa: BLE001 - raised once fut is settled
+                        except BaseException as exc:  # noqa: BLE001 - raised once run is settled
                             broken = exc
                 finally:
                     unlock()
-                if fut is not None:
-                    if owns:
-                        if fut._series is None or failure is not None:
-                            fut._set_outcome(result, failure)
-                        fut._release_call()
-                    task = fut = result = failure = None
+                if run is not None:
+                    if resolves:
+                        _resolve(run.future, result, failure)  # type: ignore[arg-type]
+                    run = result = failure = None
                 if ended:
                     end_futures(ended)
                     ended.clear()
@@ -349,17 +340,16 @@ class PoolThreads:
                     work = self._wait_for_work(now)
                     if work is None:
                         return
-                task, fut = work
+                run = work
                 start = read_clock(now)
-                if fut._timeout is not None:
+                if run.timeout is not None:
                     with lock:
-                        book.track_timeout(fut, start)
+                        book.track_timeout(run, start)
                 work = None  # it runs now: its Future gets what fn gives
-                context = set_current(fut)
+                context = set_current(run)
                 try:
-                    kwargs = fut._kwargs  # ** of an empty mappingproxy still copies it: skip it
-                    result = (fut._fn(*fut._args, **kwargs) if kwargs  # type: ignore[misc]
-                              else fut._fn(*fut._args))  # type: ignore[misc]
+                    kwargs = run.kwargs  # ** of an empty mappingproxy still copies it: skip it
+                    result = run.fn(*run.args, **kwargs) if kwargs else run.fn(*run.args)
                 except BaseException as exc:  # the worker survives whatever fn raises
                     failure = exc
                 finally:
@@ -367,44 +357,43 @@ class PoolThreads:
         except BaseException as exc:
             # Settle what this worker started and will never settle, not lose it:
             # a version it never ran fails; one it ran gets what its fn gave.
-            if work is not None and work.__class__ is tuple:
-                self._abandon(work[0], work[1], exc, None)
-            elif fut is not None:
-                self._abandon(task, fut, exc, (start, result, failure))
+            if work is not None and work.__class__ is PoolVersion:
+                self._abandon(work, exc, None)
+            elif run is not None:
+                self._abandon(run, exc, (start, result, failure))
             raise
 
-    def _abandon(self, task: Any, fut: TaskFuture, exc: BaseException,
+    def _abandon(self, run: PoolVersion, exc: BaseException,
                  ran: tuple[float, Any, BaseException | None] | None) -> None:
-        """The worker dies with ``fut``'s version started: finish it and settle its Future.
+        """The worker dies with ``run`` started: finish it and settle its Future.
 
         ``ran`` is (start, result, failure) if fn ran, None if it never did.
         """
+        fut = run.future
+        assert fut is not None
         if fut.done():  # settled already: a done callback killed the worker
-            fut._release_call()
             return
         if ran is None:
-            fut._timeout = None  # it never ran: no deadline was tracked
-            died = RuntimeError(f"the worker that started task {task.task_id!r} died")
+            died = RuntimeError(f"the worker that started task {run.task_id!r} died")
             died.__cause__ = exc
             ran = (-_INF, None, died)
         start, result, failure = ran
-        owns = fut._series is None  # if the book refuses: a series ends when the pool closes
-        ended: list[TaskFuture] = []
+        resolves = run.series is None  # if the book refuses: a series ends when the pool closes
+        ended: list[PoolVersion] = []
         try:
             with self.lock:
-                if self.book.running.get(task.task_id) is fut:  # not finished yet
-                    failure, owns = self.book.finish(task, fut, True, start, start, failure,
-                                                     ended)
+                if self.book.running.get(run.task_id) is run:  # not finished yet
+                    failure, resolves = self.book.finish(run, True, start, start, failure,
+                                                         ended)
         finally:  # even if the book refuses (what killed the worker may strike again)
-            if owns:
-                fut._set_outcome(result, failure)
-                fut._release_call()
+            if resolves and not fut.done():
+                _resolve(fut, result, failure)
             end_futures(ended)
 
-    def _wait_for_work(self, now: float) -> tuple[Any, TaskFuture] | None:
+    def _wait_for_work(self, now: float) -> PoolVersion | None:
         """Idle until there is work for this worker; None when it must exit."""
         lock = self.lock
-        ended: list[TaskFuture] = []
+        ended: list[PoolVersion] = []
         try:
             while True:
                 with lock:
@@ -460,7 +449,7 @@ class PoolThreads:
                     return
                 if book.deadlines:
                     for run in book.expired(now):
-                        fired.extend(self.request_stop(run, TIMEOUT) or ())
+                        fired.extend(book.request_stop(run, TIMEOUT) or ())
                 hint = self.fill_handoff(now) if self.idle else None
                 if not fired:
                     # A timing worker waits for the head itself; else it is ours.
@@ -557,6 +546,14 @@ class PoolThreads:
                      exc_info=reading)
         self.close(cancel_running=False)  # pool threads read the clock outside the lock
         return last
+
+
+def _resolve(fut: TaskFuture, result: Any, failure: BaseException | None) -> None:
+    """Resolve a started version's Future with what its fn gave."""
+    if failure is None:
+        fut.set_result(result)
+    else:
+        fut.set_exception(failure)
 
 
 def _owner_gone(pool_ref: weakref.ref[PoolThreads], _: Any) -> None:

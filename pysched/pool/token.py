@@ -80,14 +80,6 @@ class CancelToken:
     def __init__(self) -> None:
         self._bind(threading.Lock(), time.monotonic, waiter_for(time.monotonic), None)
 
-    @classmethod
-    def _for_scheduler(cls, lock: threading.Lock, clock: Callable[[], float], wait: Waiter,
-                       reason: str | None) -> CancelToken:
-        """A token on a scheduler's lock and clock; the caller holds ``lock``."""
-        token = cls.__new__(cls)
-        token._bind(lock, clock, wait, reason)
-        return token
-
     def _bind(self, lock: threading.Lock, clock: Callable[[], float], wait: Waiter,
               reason: str | None) -> None:
         self._lock = lock
@@ -174,6 +166,21 @@ class CancelToken:
         return f"<CancelToken {self._reason or 'not cancelled'}>"
 
 
+def scheduler_token(lock: threading.Lock, clock: Callable[[], float], wait: Waiter,
+                    reason: str | None) -> CancelToken:
+    """A token on a scheduler's lock and clock, set already if ``reason``; the caller
+    holds ``lock``."""
+    token = CancelToken.__new__(CancelToken)
+    token._bind(lock, clock, wait, reason)
+    return token
+
+
+def set_under_lock(token: CancelToken, reason: str) -> list[Callable[[], Any]] | None:
+    """Set a scheduler's token with its lock held; the callbacks to run once it is
+    released (None: it was set already)."""
+    return token._set_locked(reason)
+
+
 def run_callbacks(callbacks: list[Callable[[], Any]]) -> None:
     """Call each callback once: one that raises is logged, and the others still run."""
     call_each([partial(_logged, fn) for fn in callbacks])
@@ -208,13 +215,13 @@ def call_each(calls: Iterable[Callable[[], Any]]) -> None:
 
 
 class RunningTask(Protocol):
-    """What current_token() needs of the task running in a context (a TaskFuture)."""
+    """What current_token() needs of the task running in a context (a pool's PoolVersion)."""
 
-    def _current_token(self) -> CancelToken: ...
+    def current_token(self) -> CancelToken: ...
 
 
 # The task running in this context: set by the worker around fn.
-_current_run: contextvars.ContextVar[RunningTask] = contextvars.ContextVar("pysched_current_run")
+current_run: contextvars.ContextVar[RunningTask] = contextvars.ContextVar("pysched_current_run")
 
 
 def current_token() -> CancelToken:
@@ -223,7 +230,7 @@ def current_token() -> CancelToken:
     Call it from inside a task's function (or code it calls in the same
     context). RuntimeError anywhere else. O(1) after the first call of a run.
     """
-    run = _current_run.get(None)
+    run = current_run.get(None)
     if run is None:
         raise RuntimeError("current_token() called outside a pysched task")
-    return run._current_token()
+    return run.current_token()

@@ -184,7 +184,8 @@ def test_a_task_cancelled_from_outside_before_its_first_step_is_released_later(
 
         s = make_scheduler()
         fut = s.schedule("a", 0.0, 0, body)
-        between_claim_and_first_step(lambda: fut._aio.cancel())  # not through the scheduler
+        # Its asyncio Task, cancelled not through the scheduler.
+        between_claim_and_first_step(lambda: s._book.running["a"].aio.cancel())
         for _ in range(5):
             await asyncio.sleep(0)
         assert s.state_of("a") == "running" and not fut.done()
