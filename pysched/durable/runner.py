@@ -38,6 +38,7 @@ from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
 from ..calendar import Cron, Event, Every, Series, read_clocks
 from ..calendar.events import REPLACED
+from ..pool.scheduler import check_worker_count
 from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
@@ -109,7 +110,7 @@ class DurableScheduler:
                  registry: TaskRegistry = REGISTRY, executor: Executor | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time) -> None:
-        max_workers = check_capacity(max_workers, "max_workers")
+        max_workers = check_worker_count(max_workers)
         # No prefetch given: max_workers, grown with the run rate (see _claiming).
         grow = AUTO_PREFETCH_MAX if prefetch is None and max_workers > 0 else 0
         prefetch = max_workers if prefetch is None else check_capacity(prefetch, "prefetch")
