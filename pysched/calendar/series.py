@@ -191,10 +191,12 @@ class Series:
     def begin(self, now: Reading) -> tuple[bool, list[Event]]:
         """The run ``poll`` returned is about to start at ``now``: whether to start it.
 
-        A run can wait after ``poll`` (every worker busy). If it would now
-        start more than ``misfire_grace`` late, ``catch_up="none"`` skips it
-        (``False``; the series is free again) and the other policies run it
-        late; either way with an event, reason ``misfire``.
+        A run can wait after ``poll`` (every worker busy, or queued behind
+        another run). If it would now start more than ``misfire_grace`` late,
+        ``catch_up="none"`` skips it (``False``; the series is free again) and
+        the other policies run it late; either way with an event, reason
+        ``misfire``. A run that starts is ``running`` from here with its
+        lateness at ``now``: what ``current_fire()`` gives inside it.
         """
         fire = self.running
         if fire is None:
@@ -204,11 +206,14 @@ class Series:
             return False, []
         lateness = self._clock(now) - fire.fire_time
         if lateness <= self.misfire_grace or fire.lateness > self.misfire_grace:
-            return True, []  # on time, or already reported late when decided
-        if self.catch_up == "none":
+            events: list[Event] = []  # on time, or already reported late when decided
+        elif self.catch_up == "none":
             self.running = None
             return False, [self._event(SKIPPED, MISFIRE, fire.fire_time, lateness, fire.count)]
-        return True, [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
+        else:
+            events = [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
+        self.running = Fire(fire.fire_time, lateness, fire.count)
+        return True, events
 
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
         """The run ``poll`` returned has ended at ``now``; ``failed``: it raised.
