@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from .._validate import check_capacity, check_choice
+from .._validate import check_choice
 from ._cron_fields import CronFields
 from ._describe import describe
+from ._preview import check_preview_count
 from ._readings import Reading
 from ._zones import AMBIGUOUS, NONEXISTENT, Placement, place, resolve_tz, transition_instant
 
@@ -140,8 +141,9 @@ class Cron:
         return CronFires(self, now.wall)
 
     def preview(self, n: int, after: datetime | None = None) -> list[datetime]:
-        """The next ``n`` fire times after ``after`` (default: now); fewer if they run out."""
-        n = check_capacity(n, "n")
+        """The next ``n`` (at most ``MAX_PREVIEW``) fire times after ``after`` (default:
+        now); fewer if they run out."""
+        n = check_preview_count(n)
         current = datetime.now(_UTC) if after is None else check_aware(after, "after")
         out: list[datetime] = []
         while len(out) < n:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .._validate import check_choice, check_time
+from ._preview import check_preview_count
 from ._readings import Jump, Reading
 from .events import (
     CANCELLED,
@@ -267,7 +268,9 @@ class Series:
         return now.mono + min(max(due - now.wall, 0.0), self.recheck)
 
     def next_fire_times(self, n: int) -> list[float]:
-        """The next ``n`` fire times not yet handled, on the series' timeline."""
+        """The next ``n`` (at most ``MAX_PREVIEW``) fire times not yet handled, on the
+        series' timeline."""
+        n = check_preview_count(n)
         out: list[float] = []
         fire = self._next
         while fire is not None and len(out) < n:
