@@ -310,6 +310,7 @@ class SeriesDriver:
             return False
         run.began = True
         start = book.begin(series, now)
+        fire = series.running  # with its lateness as it starts, before any listener runs
         book.flush()
         if not start:
             run.ended = True  # begin() freed the series: a late run skipped, with its event
@@ -319,7 +320,7 @@ class SeriesDriver:
             run.ended = True
             self.hub.emit([self._not_started(run)])
             return False
-        CURRENT_FIRE.set(run.fire)  # in this version's own copy of the context
+        CURRENT_FIRE.set(fire)  # in this version's own copy of the context
         return True
 
     async def _await(self, run: _Run, awaitable: Awaitable[Any]) -> Any:

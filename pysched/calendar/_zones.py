@@ -83,14 +83,22 @@ def _offset_at(instant: datetime, zone: tzinfo) -> timedelta:
     return offset
 
 
-def transition_instant(gap: Placement, zone: tzinfo) -> datetime:
-    """The instant (naive UTC) the clocks jumped over ``gap``'s nonexistent time.
+def transition_instant(spot: Placement, zone: tzinfo) -> datetime:
+    """The instant (naive UTC) of the clock change that made ``spot``'s time
+    nonexistent (the clocks jumped over it) or ambiguous (they went back over it).
 
-    Bisection on whole seconds between ``gap.second`` (offset before) and
-    ``gap.first`` (offset after); tz transitions fall on whole seconds.
+    Bisection on whole seconds between the instants read with the offset
+    before and after the change (``second`` then ``first`` for a gap, ``first``
+    then ``second`` for an overlap); tz transitions fall on whole seconds.
     """
-    before = _offset_at(gap.second, zone)
-    lo, hi = gap.second, gap.first  # offset(lo) == before, offset(hi) != before
+    lo, hi = (spot.second, spot.first) if spot.kind == NONEXISTENT else (spot.first, spot.second)
+    before = _offset_at(lo, zone)  # offset(lo) == before, offset(hi) != before
+    # A zone changes between two offsets at most once within (lo, hi], a change's
+    # size: the last change found between them is this one if it lies in there.
+    key = (zone, before, _offset_at(hi, zone))
+    last = _last_change.get(key)
+    if last is not None and lo < last <= hi:
+        return last
     while hi - lo > _ONE_SECOND:
         mid = lo + (hi - lo) // 2
         mid = mid.replace(microsecond=0)
@@ -100,4 +108,10 @@ def transition_instant(gap: Placement, zone: tzinfo) -> datetime:
             lo = mid
         else:
             hi = mid
+    _last_change[key] = hi
     return hi
+
+
+# The last change found for each (zone, offset before, offset after): a series in a
+# repeated or skipped stretch searches it again at each of its matches there.
+_last_change: dict[tuple[tzinfo, timedelta, timedelta], datetime] = {}

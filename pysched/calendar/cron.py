@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from .._validate import check_capacity, check_choice
+from .._validate import check_choice
 from ._cron_fields import CronFields
 from ._describe import describe
+from ._preview import check_preview_count
 from ._readings import Reading
 from ._zones import AMBIGUOUS, NONEXISTENT, Placement, place, resolve_tz, transition_instant
 
@@ -38,6 +39,7 @@ HORIZON_YEARS = 50
 
 _UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1)
+_ONE_SECOND = timedelta(seconds=1)
 
 
 def check_aware(dt: object, name: str) -> datetime:
@@ -139,8 +141,9 @@ class Cron:
         return CronFires(self, now.wall)
 
     def preview(self, n: int, after: datetime | None = None) -> list[datetime]:
-        """The next ``n`` fire times after ``after`` (default: now); fewer if they run out."""
-        n = check_capacity(n, "n")
+        """The next ``n`` (at most ``MAX_PREVIEW``) fire times after ``after`` (default:
+        now); fewer if they run out."""
+        n = check_preview_count(n)
         current = datetime.now(_UTC) if after is None else check_aware(after, "after")
         out: list[datetime] = []
         while len(out) < n:
@@ -167,42 +170,70 @@ class Cron:
                              f"{self._zone}: {t} UTC") from None
 
     def _next_utc(self, t: datetime) -> datetime | None:
-        """The first fire instant strictly after instant ``t`` (both naive UTC)."""
+        """The first fire instant strictly after instant ``t`` (both naive UTC).
+
+        Walks the expression's matches in local time from ``t``'s. Instants
+        follow local times in order, except within a repeated stretch, whose
+        two passes come one after the other: the walk settles a repeated
+        stretch in one step (``_in_repeat``) and goes on after it, and jumps
+        over a gap, all of whose matches give one instant or none.
+        """
         zone = self._zone
-        local = t.replace(tzinfo=_UTC).astimezone(zone)
-        start = local.replace(tzinfo=None, fold=0)
-        if local.fold == 0:
-            here = place(start, zone)
-            if here.kind == AMBIGUOUS:
-                # t is in the first pass of a repeated stretch: the second
-                # occurrences of the local times just before it are still to come.
-                start -= here.change
-        best: datetime | None = None
-        matches = self._fields.matches_after(start)
-        horizon = start.year + HORIZON_YEARS
+        local = t.replace(tzinfo=_UTC).astimezone(zone).replace(tzinfo=None, fold=0)
+        horizon = local.year + HORIZON_YEARS
+        here = place(local.replace(microsecond=0), zone)
+        if here.kind == AMBIGUOUS:  # t is in a repeated stretch, in either pass
+            found, after = self._in_repeat(here, local.replace(microsecond=0), t)
+            if found is not None:
+                return found
+            matches = self._fields.matches_from(after)
+        else:
+            matches = self._fields.matches_after(local)
         while (m := next(matches, None)) is not None and m.year <= horizon:
             spot = place(m, zone)
             if spot.kind == NONEXISTENT:
-                lower = transition_instant(spot, zone)
-                instants = [] if self._skips_gap(spot) else [lower]
+                changed = transition_instant(spot, zone)
+                if not self._skips_gap(spot) and changed > t:
+                    return changed
                 # Every later match in this gap gives the same instant or none:
                 # go on from the first local time after the gap.
-                matches = self._fields.matches_from(m + (lower - spot.second))
-            else:
-                lower = spot.first
-                instants = self._instants(spot)
-            # ``lower`` never decreases from one match to the next and no
-            # instant of a match precedes it, so once it reaches ``best``
-            # nothing later can beat it.
-            if best is not None and lower >= best:
-                break
-            for instant in instants:
-                if instant > t:
-                    best = instant if best is None else min(best, instant)
-                    break
-            if best == lower:  # the bound is reached already: no need to look further
-                break
-        return best
+                matches = self._fields.matches_from(m + (changed - spot.second))
+            elif spot.kind == AMBIGUOUS:
+                found, after = self._in_repeat(spot, m, t)
+                if found is not None:
+                    return found
+                matches = self._fields.matches_from(after)
+            elif spot.first > t:  # local times after t's that exist once: in order
+                return spot.first
+        return None
+
+    def _in_repeat(self, spot: Placement, local: datetime,
+                   t: datetime) -> tuple[datetime | None, datetime]:
+        """The first fire instant after ``t`` in the repeated stretch of ``local``, a
+        whole-second local time placed as ``spot``; else None and the local time
+        the stretch ends at (exclusive), to go on from.
+
+        The stretch's local times [start, end) happen first with the offset
+        before the change, all of them, then again with the one after: the
+        first pass's instants all come before the second's. In each pass the
+        first match whose instant is after ``t`` is one search from
+        ``max(start, t's local time in that pass)``, so the stretch costs a few
+        searches however many times it matches.
+        """
+        zone = self._zone
+        before, after = local - spot.first, local - spot.second  # the offsets
+        changed = transition_instant(spot, zone)
+        start, end = changed + after, changed + before
+        passes: tuple[timedelta, ...] = (before, after)
+        if not self._follows_elapsed_time(spot) and self.ambiguous != "both":
+            passes = (before,) if self.ambiguous == "first" else (after,)
+        for offset in passes:
+            # matches_after reads whole seconds: the first match after t's local time
+            # (t + offset) or, if t is before the stretch, the first from its start
+            m = next(self._fields.matches_after(max(t + offset, start - _ONE_SECOND)), None)
+            if m is not None and m < end:
+                return m - offset, end
+        return None, end
 
     def _follows_elapsed_time(self, spot: Placement) -> bool:
         period = self._fields.period
@@ -210,13 +241,3 @@ class Cron:
 
     def _skips_gap(self, spot: Placement) -> bool:
         return self.nonexistent == "skip" or self._follows_elapsed_time(spot)
-
-    def _instants(self, spot: Placement) -> list[datetime]:
-        """The fire instants of a unique or ambiguous match, in order."""
-        if spot.kind != AMBIGUOUS or self._follows_elapsed_time(spot):
-            return [spot.first] if spot.first == spot.second else [spot.first, spot.second]
-        if self.ambiguous == "first":
-            return [spot.first]
-        if self.ambiguous == "second":
-            return [spot.second]
-        return [spot.first, spot.second]

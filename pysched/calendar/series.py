@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .._validate import check_choice, check_time
+from ._preview import check_preview_count
 from ._readings import Jump, Reading
 from .events import (
     CANCELLED,
@@ -191,10 +192,12 @@ class Series:
     def begin(self, now: Reading) -> tuple[bool, list[Event]]:
         """The run ``poll`` returned is about to start at ``now``: whether to start it.
 
-        A run can wait after ``poll`` (every worker busy). If it would now
-        start more than ``misfire_grace`` late, ``catch_up="none"`` skips it
-        (``False``; the series is free again) and the other policies run it
-        late; either way with an event, reason ``misfire``.
+        A run can wait after ``poll`` (every worker busy, or queued behind
+        another run). If it would now start more than ``misfire_grace`` late,
+        ``catch_up="none"`` skips it (``False``; the series is free again) and
+        the other policies run it late; either way with an event, reason
+        ``misfire``. A run that starts is ``running`` from here with its
+        lateness at ``now``: what ``current_fire()`` gives inside it.
         """
         fire = self.running
         if fire is None:
@@ -204,11 +207,14 @@ class Series:
             return False, []
         lateness = self._clock(now) - fire.fire_time
         if lateness <= self.misfire_grace or fire.lateness > self.misfire_grace:
-            return True, []  # on time, or already reported late when decided
-        if self.catch_up == "none":
+            events: list[Event] = []  # on time, or already reported late when decided
+        elif self.catch_up == "none":
             self.running = None
             return False, [self._event(SKIPPED, MISFIRE, fire.fire_time, lateness, fire.count)]
-        return True, [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
+        else:
+            events = [self._event(LATE, MISFIRE, fire.fire_time, lateness, fire.count)]
+        self.running = Fire(fire.fire_time, lateness, fire.count)
+        return True, events
 
     def finished(self, now: Reading, failed: bool = False) -> list[Event]:
         """The run ``poll`` returned has ended at ``now``; ``failed``: it raised.
@@ -262,7 +268,9 @@ class Series:
         return now.mono + min(max(due - now.wall, 0.0), self.recheck)
 
     def next_fire_times(self, n: int) -> list[float]:
-        """The next ``n`` fire times not yet handled, on the series' timeline."""
+        """The next ``n`` (at most ``MAX_PREVIEW``) fire times not yet handled, on the
+        series' timeline."""
+        n = check_preview_count(n)
         out: list[float] = []
         fire = self._next
         while fire is not None and len(out) < n:

@@ -39,6 +39,7 @@ from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
 from ..calendar import Cron, Event, Every, Series, read_clocks
 from ..calendar.events import REPLACED
+from ..pool.scheduler import check_worker_count
 from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
@@ -134,7 +135,7 @@ class DurableScheduler:
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
                  listeners: Iterable[Callable[[Event], object]] = ()) -> None:
-        max_workers = check_capacity(max_workers, "max_workers")
+        max_workers = check_worker_count(max_workers)
         listeners = tuple(listeners)
         for listener in listeners:
             if not callable(listener):

@@ -155,16 +155,18 @@ class CalendarRecurrence(Recurrence):
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
             events += self.tally(decision.events)
-            start = False
+            fire = None
             if decision.start is not None:
                 start, begun = series.begin(now)
                 events += self.tally(begun)
+                if start:
+                    fire = series.running  # with its lateness as it starts
         calendar.hub.emit(events)
-        if not start:
+        if fire is None:
             return
         self.fired = True
         failed = True
-        context = CURRENT_FIRE.set(decision.start)
+        context = CURRENT_FIRE.set(fire)
         try:
             self.fn(*self.args, **self.kwargs)
             failed = False

@@ -1,4 +1,4 @@
-"""ThreadPoolScheduler: a fixed pool of worker threads running the core Scheduler's tasks.
+"""ThreadPoolScheduler: a pool of worker threads running the core Scheduler's tasks.
 
 The public class only checks arguments and builds Futures; it is joined to
 its parts by composition: a ``PoolBook`` (``pysched.pool.pool_book``: versions,
@@ -48,19 +48,30 @@ from .recurring import (
 from .threads import PoolThreads
 from .token import CancelToken, TaskCancelled, TaskTimeout, current_token
 
-__all__ = ["CancelToken", "SchedulerFull", "TaskCancelled", "TaskFuture", "TaskTimeout",
-           "ThreadPoolScheduler", "current_token"]
+__all__ = ["MAX_WORKERS", "CancelToken", "SchedulerFull", "TaskCancelled", "TaskFuture",
+           "TaskTimeout", "ThreadPoolScheduler", "check_worker_count", "current_token"]
+
+# The most worker threads a pool may have, as Java's ForkJoinPool and .NET's thread
+# pool bound theirs: more is refused up front, by name, rather than failing later
+# at whatever count the system stops giving threads.
+MAX_WORKERS = 32767
 
 
 class ThreadPoolScheduler(Executor):
-    """Run scheduled tasks on a fixed pool of threads, by time, priority and task id.
+    """Run scheduled tasks on a pool of threads, by time, priority and task id.
 
     ``schedule(task_id, run_at, priority, fn)`` keeps the core's contract:
     earliest ``run_at`` first, then higher priority, then first come; one
     pending version per task id (scheduling an id again replaces it, and its
     Future is cancelled); a newer version waits for a running one. Each call
     returns the ``concurrent.futures.Future`` of its version. At most
-    ``max_workers`` tasks run at once. It is a ``concurrent.futures.Executor``
+    ``max_workers`` tasks run at once, on as many threads, each started when
+    pending work outnumbers the workers free to take it (as
+    ThreadPoolExecutor starts them): none before the first schedule. A worker
+    that the system cannot start is logged and the pool goes on with those it
+    has; if not even the first can start, that schedule raises RuntimeError
+    and changes nothing. ``max_workers`` is at most ``MAX_WORKERS`` (32767).
+    It is a ``concurrent.futures.Executor``
     (``submit``, ``map``, ``shutdown``) and a context manager, which on exit
     waits for the work already submitted, as ThreadPoolExecutor does.
 
@@ -94,7 +105,7 @@ class ThreadPoolScheduler(Executor):
             max_workers = min(32, (_cpu_count() or 1) + 4)
         if isinstance(max_workers, int) and max_workers < 1:  # ThreadPoolExecutor's words
             raise ValueError(f"max_workers must be greater than 0, got {max_workers}")
-        max_workers = check_capacity(max_workers, "max_workers")
+        max_workers = check_worker_count(max_workers)
         if not isinstance(thread_name_prefix, str):
             raise TypeError("thread_name_prefix must be a str,"
                             f" not {type(thread_name_prefix).__name__}")
@@ -133,7 +144,7 @@ class ThreadPoolScheduler(Executor):
 
     @property
     def max_workers(self) -> int:
-        """The number of worker threads: the most tasks that run at once."""
+        """The most worker threads, and so the most tasks that run at once."""
         return self._max_workers
 
     @property
@@ -264,13 +275,7 @@ class ThreadPoolScheduler(Executor):
         pool = self._pool
         fut = TaskFuture(pool)  # its own task id, version 1
         run = PoolVersion(pool, fn, args, kwargs)
-        now = checked_reading(self._clock)
-        if not pool.try_lock(False):
-            pool.wait_lock()
-        try:
-            self._book.submit(fut, run, now)
-        finally:
-            pool.unlock()
+        pool.submit(fut, run, checked_reading(self._clock))
         return fut
 
     def cancel(self, task_id: Hashable) -> bool:
@@ -361,6 +366,14 @@ class ThreadPoolScheduler(Executor):
             timeout = _check_seconds(timeout, "timeout", allow_zero=False)
         return PoolVersion(self._pool, fn, tuple(args), dict(kwargs) if kwargs else None,
                            timeout)
+
+
+def check_worker_count(value: Any, name: str = "max_workers") -> int:
+    """``value`` as an int from 0 to ``MAX_WORKERS``, or an exception naming ``name``."""
+    count = check_capacity(value, name)
+    if count > MAX_WORKERS:
+        raise ValueError(f"{name} must be at most {MAX_WORKERS} (threads), got {count}")
+    return count
 
 
 def _check_seconds(value: Any, name: str, *, allow_zero: bool) -> float:

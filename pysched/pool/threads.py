@@ -38,6 +38,11 @@ lock, so the order is this lock, then a Future's. User code and where it runs:
 Objects a call drops are held until the lock is released, so their
 finalisers run outside it.
 
+Threads start as work needs them: the first worker and the dispatcher with
+the first version added, then a worker whenever an add leaves more pending
+and claimed versions than workers (``_spare_worker``), up to max_workers. A
+worker never exits before the pool closes, so that count only grows.
+
 Faults: an exception from a task's function fails its Future. A clock that
 raises or returns a non-number in a pool thread is logged and closes the
 pool. A pool thread that dies of any exception (a done callback raising
@@ -64,7 +69,7 @@ from functools import partial
 from typing import Any
 
 from .._close_state import CLOSED as STATE_CLOSED
-from .._close_state import CLOSING
+from .._close_state import CLOSING, OPEN
 from .._validate import check_time
 from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups
 from .clocks import Waiter
@@ -127,24 +132,111 @@ class PoolThreads:
         self.timing = False  # a free worker waits on timer_cv for the head to come due
         self.timer_at = _INF  # when it wakes
         self.inside_closers = 0  # pool threads waiting in close(wait=True)
-        self.threads: list[threading.Thread] = []
-        self.thread_ids: set[int] = set()
-        self.workers_alive = book.max_running
-        self.alive = book.max_running + 1  # workers and the dispatcher
+        self.threads: list[threading.Thread] = []  # every thread started, to join
+        self.thread_ids: set[int] = set()  # each thread adds its own, before its loop
+        # Threads start as work needs them (see _spare_worker); none before the first.
+        self.workers = 0  # worker threads started or about to start; they exit only on close
+        self.worker_limit = book.max_running  # lowered to ``workers`` if one fails to start
+        self.workers_alive = 0
+        self.alive = 0  # workers and the dispatcher
+        self.dispatcher_settled = False  # it reached its first wait, or exited
         self._owner_ref: weakref.ref[Any] | None = None
-        for n in range(book.max_running):
-            self._start(self._work_loop, f"{prefix}-worker-{n}")
-        self._start(self._dispatch_loop, f"{prefix}-dispatcher")
         _live.add(self)
         if _exiting:  # made while the interpreter exits: refuse work, as everything else does
             self.exit_interpreter()
 
-    def _start(self, loop: Callable[[], None], name: str) -> None:
+    # -- starting threads ------------------------------------------------------------
+
+    def _reserve(self, worker: bool) -> threading.Thread:
+        """A thread, counted alive from now on, to start; under the lock.
+
+        Counted before it starts, so that close and the exit hook wait for it;
+        if it cannot start, ``_unreserve`` counts it out again.
+        """
+        if worker:
+            name = f"{self.prefix}-worker-{self.workers}"
+            loop = self._work_loop
+            self.workers += 1
+            self.workers_alive += 1
+        else:
+            name = f"{self.prefix}-dispatcher"
+            loop = self._dispatch_loop
+        self.alive += 1
         # Daemon threads: the exit hook joins them, whatever the interpreter does.
         thread = threading.Thread(target=self._run_thread, args=(loop,), name=name, daemon=True)
         self.threads.append(thread)
-        thread.start()
-        self.thread_ids.add(thread.ident)  # type: ignore[arg-type]
+        return thread
+
+    def _unreserve(self, thread: threading.Thread, worker: bool) -> None:
+        """A reserved thread that did not start: as if it had exited at once; under the lock."""
+        self.threads.remove(thread)
+        if worker:
+            self.workers -= 1
+        self._thread_exit(worker)
+
+    def start_first(self) -> None:
+        """Start the first worker and the dispatcher, before the first work is added.
+
+        A no-op once they started, or when the pool no longer takes work. If
+        the worker cannot start, RuntimeError, and the pool is as it was (open,
+        with no thread); if the worker starts but the dispatcher cannot, the
+        pool closes, its worker exits, then RuntimeError.
+        """
+        with self.lock:
+            if self.workers or self.book.state is not OPEN:
+                return
+            worker = self._reserve(worker=True)
+            try:
+                worker.start()
+            except Exception as exc:  # RuntimeError: the system gives no more threads
+                self._unreserve(worker, worker=True)
+                raise RuntimeError(f"cannot start the scheduler's first worker thread: {exc}"
+                                   ) from exc
+            dispatcher = self._reserve(worker=False)
+            try:
+                dispatcher.start()
+            except Exception as exc:  # noqa: BLE001 - raised below, once the pool closed
+                self._unreserve(dispatcher, worker=False)
+                failure = exc
+            else:
+                # Until its first wait: a dispatcher that first looks once work is due
+                # would claim it for an idle worker while another worker times it.
+                while not self.dispatcher_settled:
+                    self.closed_cv.wait()
+                return
+        self.close(cancel_running=False)
+        self.wait_closed(None)
+        raise RuntimeError(f"cannot start the scheduler's dispatcher thread: {failure}; the"
+                           " scheduler is closed") from failure
+
+    def _spare_worker(self) -> threading.Thread | None:
+        """A worker to start if the pool has fewer than the work needs; under the lock.
+
+        Keeps ``workers >= min(worker_limit, claimed + pending)``: each pending
+        version has a worker that is not running another, as ThreadPoolExecutor
+        starts a thread for each submit no idle thread takes. Only an add can
+        break that: a claim, a finish, a series' next wake-up or a cancel never
+        raises the sum.
+        """
+        workers = self.workers
+        if workers >= self.worker_limit or workers >= self.book.claimed + len(self.book.core):
+            return None
+        return self._reserve(worker=True)
+
+    def _start_spare(self, thread: threading.Thread) -> None:
+        """Start a worker ``_spare_worker`` reserved; outside the lock.
+
+        One that cannot start is logged, and the pool goes on with the workers
+        it has: it tries no more.
+        """
+        try:
+            thread.start()
+        except Exception as exc:  # RuntimeError: the system gives no more threads
+            with self.lock:
+                self._unreserve(thread, worker=True)
+                self.worker_limit = workers = self.workers
+            LOGGER.warning("pysched: cannot start another worker thread (%s); the pool goes on"
+                           " with %d", exc, workers)
 
     def watch_owner(self, owner: Any) -> None:
         """Drain and let the threads exit once ``owner`` is no longer referenced."""
@@ -180,6 +272,9 @@ class PoolThreads:
 
     def state_changed(self, state: str) -> None:
         if state is CLOSING:  # wake every thread: workers exit, the dispatcher re-checks
+            if not self.alive:  # no thread ever started, or every one was counted out
+                self._all_exited()
+                return
             self.idle = 0
             self.work_ready.notify_all()
             self.dispatch_at = -_INF
@@ -192,12 +287,31 @@ class PoolThreads:
     def add(self, task_id: Any, run_at: float, priority: int, run: PoolVersion,
             now: float) -> TaskFuture:
         """Add ``run`` as the pending version of ``task_id``; its Future."""
+        if not self.workers:  # read unlocked: start_first looks again under the lock
+            self.start_first()
         ended: list[PoolVersion] = []
         with self.lock:
             self.book.add(task_id, run_at, priority, run, now, ended)
+            spare = self._spare_worker()
+        if spare is not None:
+            self._start_spare(spare)
         if ended:
             end_futures(ended)
         return run.future  # type: ignore[return-value]  # made by add()
+
+    def submit(self, fut: TaskFuture, run: PoolVersion, now: float) -> None:
+        """Add a submitted Future and its version, due now (see PoolBook.submit)."""
+        if not self.workers:  # read unlocked: start_first looks again under the lock
+            self.start_first()
+        if not self.try_lock(False):
+            self.wait_lock()
+        try:
+            self.book.submit(fut, run, now)
+            spare = self._spare_worker()
+        finally:
+            self.unlock()
+        if spare is not None:
+            self._start_spare(spare)
 
     def cancel(self, task_id: Any) -> bool:
         ended: list[PoolVersion] = []
@@ -458,6 +572,9 @@ class PoolThreads:
                     if first is not None and first < deadline:
                         deadline = first
                     self.dispatch_at = deadline
+                    if not self.dispatcher_settled:  # start_first waits for this
+                        self.dispatcher_settled = True
+                        self.closed_cv.notify_all()
                     self.wait(self.dispatch_cv, None if deadline == _INF else deadline, now)
                     self.dispatch_at = -_INF
             if fired:  # user code: never on this thread
@@ -468,6 +585,8 @@ class PoolThreads:
 
     def _run_thread(self, loop: Callable[[], None]) -> None:
         try:
+            with self.lock:  # before any work: a task on it may ask is_pool_thread()
+                self.thread_ids.add(threading.get_ident())
             loop()
         except BaseException:
             LOGGER.exception("pysched: pool thread %s died; closing the scheduler",
@@ -483,14 +602,20 @@ class PoolThreads:
             if not self.workers_alive:  # the dispatcher exits after the last worker
                 self.dispatch_at = -_INF
                 self.dispatch_cv.notify()
+        else:
+            self.dispatcher_settled = True  # gone: start_first waits no more
         self.alive -= 1
-        if not self.alive:
-            if self.book.state is not CLOSING:  # a thread died early: still end closed
-                self.book.state = CLOSING
-            self.book.set_state(STATE_CLOSED)
-            self.book.wakeups = NoWakeups()  # no cycle between the book and this object
-            _live.discard(self)
+        if not self.alive and self.workers:  # the last thread of a pool that had workers
+            self._all_exited()
         self.closed_cv.notify_all()
+
+    def _all_exited(self) -> None:
+        """No thread of the pool is left: it is closed; under the lock."""
+        if self.book.state is not CLOSING:  # a thread died early: still end closed
+            self.book.state = CLOSING
+        self.book.set_state(STATE_CLOSED)
+        self.book.wakeups = NoWakeups()  # no cycle between the book and this object
+        _live.discard(self)
 
     def wait_closed(self, timeout: float | None) -> bool:
         """Wait until every pool thread but the caller's has exited, or ``timeout`` passes.

@@ -43,12 +43,15 @@ CLASS_NAMES = {"ThreadPoolExecutorTest", "ThreadPoolWaitTests", "ThreadPoolAsCom
 
 # Tests of how ThreadPoolExecutor itself is built, not of the Executor contract.
 INTERNALS = {
-    "test_saturation": "counts ThreadPoolExecutor's lazily spawned threads in its private"
-                       " _threads; a ThreadPoolScheduler starts its workers up front",
-    "test_idle_thread_reuse": "counts ThreadPoolExecutor's lazily spawned threads in its private"
-                              " _threads; a ThreadPoolScheduler starts its workers up front",
-    "test_threads_terminate": "counts ThreadPoolExecutor's lazily spawned threads in its private"
-                              " _threads; a ThreadPoolScheduler starts its workers up front",
+    "test_saturation": "counts ThreadPoolExecutor's workers in its private _threads, where a"
+                       " ThreadPoolScheduler also lists its dispatcher (its workers are counted"
+                       " in tests/pool/test_pool_thread_start.py)",
+    "test_idle_thread_reuse": "counts ThreadPoolExecutor's workers in its private _threads,"
+                              " where a ThreadPoolScheduler also lists its dispatcher (its"
+                              " workers are counted in tests/pool/test_pool_thread_start.py)",
+    "test_threads_terminate": "counts ThreadPoolExecutor's workers in its private _threads,"
+                              " where a ThreadPoolScheduler also lists its dispatcher (its"
+                              " workers are counted in tests/pool/test_pool_thread_start.py)",
     "test_thread_names_assigned": "checks ThreadPoolExecutor's thread names (prefix_N); pysched"
                                   " names them prefix-worker-N and prefix-dispatcher",
     "test_thread_names_default": "checks ThreadPoolExecutor's default thread names"

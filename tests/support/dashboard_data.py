@@ -62,9 +62,9 @@ def fill(store: Store) -> dict[str, Any]:
 
 def drop_postgres(url: str, table: str) -> None:
     """Drop every table a store, the read layer and the steering made for ``table``."""
-    from support.durable import drop_postgres_table
-
     from pysched.durable.reading import connect
+
+    from support.durable import drop_postgres_table
 
     drop_postgres_table(url, table)
     db = connect(url, writable=True)
