@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 import pytest
-from calendar_reference import UTC, changes, offsets, zone_of
 
 from pysched.calendar import Cron
 from pysched.calendar._cron_fields import CronFields
+
+from support.calendar_reference import UTC, changes, offsets, zone_of
 
 SECOND = timedelta(seconds=1)
 HORIZON = timedelta(hours=3)  # how far the brute force tries

@@ -11,11 +11,12 @@ import asyncio
 import threading
 
 import pytest
-from aio_helpers import VirtualTimeLoop, run
 
 from pysched import AsyncScheduler, Every, ThreadPoolScheduler
 from pysched.calendar import Fire, Reading, Series, current_fire
 from pysched.testing import FakeClock
+
+from support.aio import VirtualTimeLoop, run
 
 WAIT = 20.0
 

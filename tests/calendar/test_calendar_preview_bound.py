@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import pytest
-from aio_helpers import VirtualTimeLoop, run
 
 from pysched import AsyncScheduler, Cron, Every, ThreadPoolScheduler
 from pysched.calendar import Reading, Series
 from pysched.calendar._preview import MAX_PREVIEW
 from pysched.testing import FakeClock
+
+from support.aio import VirtualTimeLoop, run
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 TOO_MANY = [MAX_PREVIEW + 1, 10**7]
