@@ -1,0 +1,123 @@
+"""The life cycle of one DurableScheduler, and the wake-ups its job threads wait on.
+
+``Lifecycle`` is the state machine. Legal transitions, each made once:
+
+- open -> closing (``begin_close``, by ``close()``): no new schedules, no new
+  claims; claimed runs not yet started are handed back, running ones finish;
+- closing -> closed (``finish``, by the housekeeping thread once drained:
+  nothing in flight and the claiming thread gone).
+
+``dispatching`` turns false once, when the claiming thread has exited (at once
+for a producer, which never claims). Every change rings the wake-ups given to
+``on_change``, outside the lifecycle's lock.
+
+``Wakeup`` is what one job thread waits on. Whoever changes something that
+thread waits for rings it after the change, holding no lock of its own (a
+waiting thread checks what it waits for under the wake-up's lock and may take
+other owners' locks from there, never the other way round).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sized
+
+__all__ = ["CLOSED", "CLOSING", "OPEN", "Lifecycle", "Wakeup"]
+
+OPEN, CLOSING, CLOSED = "open", "closing", "closed"
+
+
+class Wakeup:
+    """A condition one thread waits on (``with wakeup: ... wakeup.wait(t)``); ``ring()``
+    wakes it from any thread."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+
+    def __enter__(self) -> Wakeup:
+        self._changed.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._changed.release()
+
+    def wait(self, timeout: float | None) -> None:
+        """With the wake-up held: wait until rung or ``timeout`` seconds (None: until rung)."""
+        self._changed.wait(None if timeout is None else min(timeout, threading.TIMEOUT_MAX))
+
+    def ring(self) -> None:
+        """Wake the waiting thread; never call it holding a lock it may take."""
+        with self._changed:
+            self._changed.notify_all()
+
+
+class Lifecycle:
+    """open -> closing -> closed, and whether the claiming thread still runs."""
+
+    def __init__(self, *, dispatching: bool) -> None:
+        self._lock = threading.Lock()
+        self._closed = threading.Condition(self._lock)  # close(wait=True) waits on it
+        self._state = OPEN
+        self._dispatching = dispatching
+        self._closing = threading.Event()  # set when close() begins: ends backoff waits
+        self._rings: list[Callable[[], None]] = []
+
+    def on_change(self, ring: Callable[[], None]) -> None:
+        """Call ``ring()`` after each change (a job's ``Wakeup.ring``); at start-up only."""
+        self._rings.append(ring)
+
+    @property
+    def state(self) -> str:
+        """open, closing or closed."""
+        return self._state
+
+    @property
+    def is_open(self) -> bool:
+        return self._state == OPEN
+
+    @property
+    def dispatching(self) -> bool:
+        """Whether the claiming thread may still hand out runs."""
+        return self._dispatching
+
+    def drained(self, inflight: Sized) -> bool:
+        """Closing, and nothing can produce an outcome any more: no claiming thread and
+        nothing in ``inflight``."""
+        return self._state != OPEN and not self._dispatching and not inflight
+
+    def begin_close(self) -> bool:
+        """open -> closing; False if it was not open (close() is idempotent)."""
+        with self._lock:
+            if self._state != OPEN:
+                return False
+            self._state = CLOSING
+        self._closing.set()
+        self._ring()
+        return True
+
+    def dispatch_ended(self) -> None:
+        """The claiming thread has exited: no claim will start a run any more."""
+        self._dispatching = False
+        self._ring()
+
+    def finish(self) -> None:
+        """closing -> closed: everything is drained and shut down."""
+        with self._lock:
+            self._state = CLOSED
+            self._closed.notify_all()
+        self._ring()
+
+    def wait_closed(self, timeout: float | None) -> bool:
+        """Wait until closed, at most ``timeout`` seconds (None: for ever); whether it is."""
+        if timeout is not None:
+            timeout = min(timeout, threading.TIMEOUT_MAX)
+        with self._lock:
+            return self._closed.wait_for(lambda: self._state == CLOSED, timeout)
+
+    def wait_closing(self, timeout: float) -> bool:
+        """Sleep ``timeout`` seconds, cut short when close() begins; whether it has."""
+        return self._closing.wait(timeout)
+
+    def _ring(self) -> None:
+        for ring in self._rings:
+            ring()

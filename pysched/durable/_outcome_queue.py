@@ -1,0 +1,50 @@
+"""The outcome queue: the ends of runs here, waiting to be stored, oldest first.
+
+A run's outcome is queued before its claim leaves ``Inflight``, so whoever sees
+nothing in flight (closing) also sees every outcome still to store.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NamedTuple
+
+from ._futures import DurableFuture
+from .store import Outcome
+
+__all__ = ["OutcomeQueue", "Queued"]
+
+
+class Queued(NamedTuple):
+    """An outcome to store, and the Future and value (or exception) it settles then."""
+
+    outcome: Outcome
+    future: DurableFuture | None
+    value: Any
+
+
+class OutcomeQueue:
+    """Outcomes not yet stored; ``put`` by the runs, ``take`` by the housekeeping thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[Queued] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, outcome: Outcome, future: DurableFuture | None = None,
+            value: Any = None) -> None:
+        with self._lock:
+            self._items.append(Queued(outcome, future, value))
+
+    def put_back(self, batch: list[Queued]) -> None:
+        """Return a batch the store could not take, first in line to be tried again."""
+        with self._lock:
+            self._items[:0] = batch
+
+    def take(self) -> list[Queued]:
+        """Every outcome queued, oldest first; the queue is then empty."""
+        with self._lock:
+            batch, self._items = self._items, []
+        return batch
