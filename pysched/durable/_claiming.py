@@ -106,11 +106,15 @@ class Claimer:
             self._seen = (now, finished)
         return min(s.grow, int(self.rate * min(AUTO_WAIT, s.lease / 10)))
 
-    def _retry_later(self, popped: list[Entry]) -> None:
-        """A round failed: log it, put its popped entries back and back off, so the
-        thread lives on and never spins."""
+    def _retry_later(self, popped: list[Entry],
+                     release: Callable[[], object] | None = None) -> None:
+        """A round failed: log it, ``release`` what a failed claim may have leased, put
+        its popped entries back and back off, so the thread lives on and never spins."""
         delay = self._backoff.failed()
-        log.exception("claiming failed; retrying in %.2f s", delay)
+        log.exception("claim failed; retrying in %.2f s", delay)
+        if release is not None:
+            self._counters.add("store_errors")
+            guarded(release, "releasing the leases of a failed claim", self._counters)
         self._mirror.put_back(popped)
         with self._wakeup:
             if self._lifecycle.is_open:
@@ -128,10 +132,8 @@ class Claimer:
                                  batch)
         except Exception:
             # Rows it leased before failing would otherwise wait a whole lease.
-            self._counters.add("store_errors")
-            guarded(lambda: store.release_batch(s.owner, batch),
-                    "releasing the leases of a failed claim", self._counters)
-            raise
+            self._retry_later(popped, lambda: store.release_batch(s.owner, batch))
+            return
         self._backoff.succeeded()
         runs = self._inflight.claimed(claims, s.live_until(sent))
         for claim in claims:
