@@ -7,8 +7,6 @@ a default scheduler is claimed in batches beyond max_workers + prefetch.
 
 from __future__ import annotations
 
-from typing import Any
-
 import durable_helpers as h
 import pytest
 
