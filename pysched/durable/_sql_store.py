@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from ._sql import rows_of
 from ._task_sql import COLUMNS, TaskSQL
 from .records import Row
+from .series_table import SQLSeriesTable
 from .store import Store, check_key
 
 __all__ = ["SQLStore"]
@@ -38,6 +39,7 @@ class SQLStore(Store):
     """A Store in a SQL table whose statements ``sql`` names (see the module)."""
 
     sql: TaskSQL
+    _series: SQLSeriesTable
 
     # -- what a subclass gives ---------------------------------------------------------------
 
@@ -57,6 +59,20 @@ class SQLStore(Store):
         return params
 
     # -- the methods both databases run alike ----------------------------------------------
+
+    def _create(self, db: Any, lacks: Callable[[str], bool]) -> None:
+        """In the store's first transaction: the table, the columns it ``lacks`` (added
+        since the first release), the rest of the schema and the series tables, each
+        made only where missing."""
+        db.execute(self.sql.create_table)
+        for column, statement in self.sql.add_columns.items():
+            if lacks(column):
+                db.execute(statement)
+        for statement in (*self.sql.create_rest, *self._series.create_statements()):
+            db.execute(statement)
+
+    def series_table(self) -> SQLSeriesTable:
+        return self._series
 
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
         check_key(task_id, "task_id")

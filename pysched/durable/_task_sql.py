@@ -82,6 +82,8 @@ class TaskSQL(ABC):
         # store adds only the columns the table lacks).
         self.add_columns = {name: sql(f"ALTER TABLE {t} ADD COLUMN{self.add_if_missing}"
                                       f" {name} {ddl}") for name, ddl in ADDED_COLUMNS}
+        # After the table and its columns: the rest of the schema, this database's too.
+        self.create_rest = [*self.create_indexes, self.create_meta]
 
         # -- reads ---------------------------------------------------------------------------
         self.rows_pending = sql(f"SELECT {ROW_COLUMNS} FROM {t} WHERE state = 'pending'")
@@ -254,6 +256,7 @@ class SQLiteTaskSQL(TaskSQL):
         self.table_info = f"PRAGMA table_info({self.t})"
         self.seed_meta = sql(f"INSERT INTO {meta} VALUES ('seq', 0), ('changes', 0)"
                              " ON CONFLICT (key) DO NOTHING")
+        self.create_rest.append(self.seed_meta)
         self.read_seq = sql(f"SELECT value FROM {meta} WHERE key = 'seq'")
         self.write_seq = sql(f"UPDATE {meta} SET value = :seq WHERE key = 'seq'")
         self.bump_seq = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'seq'")
@@ -331,6 +334,7 @@ class PostgresTaskSQL(TaskSQL):
         # even with IF NOT EXISTS: creation is serialised on a lock keyed by the name.
         self.lock_schema = sql("SELECT pg_advisory_xact_lock(hashtext(:table))")
         self.create_seq = f"CREATE SEQUENCE IF NOT EXISTS {self.seq}"
+        self.create_rest.append(self.create_seq)
         self.now_query = sql("SELECT NOW")
         self.listen = f"LISTEN {t}"
         self.notify = sql("SELECT pg_notify(:channel, :payload)")

@@ -67,15 +67,7 @@ class PostgresStore(SQLStore):
         db = self._conns.get()
         with db.transaction():
             db.execute(sql.lock_schema, {"table": sql.table})
-            db.execute(sql.create_table)
-            for statement in sql.add_columns.values():  # tables made by an older pysched
-                db.execute(statement)
-            for statement in sql.create_indexes:
-                db.execute(statement)
-            db.execute(sql.create_seq)
-            db.execute(sql.create_meta)
-            for statement in self._series.create_statements():
-                db.execute(statement)
+            self._create(db, lambda column: True)  # ADD COLUMN IF NOT EXISTS
 
     def _connect(self) -> psycopg.Connection[Any]:
         db = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._timeout))
@@ -182,9 +174,6 @@ class PostgresStore(SQLStore):
 
         recorded = self._write(write)
         return [o.token in recorded for o in outcomes]
-
-    def series_table(self) -> SQLSeriesTable:
-        return self._series
 
     def _run_series(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         db = self._conns.get()

@@ -63,17 +63,8 @@ class SQLiteStore(SQLStore):
         self._series = SQLSeriesTable(sql.table, self._run_series, now=":now", pyformat=False,
                                       raw_id="CAST(s.series_id AS BLOB)")
         with self._transaction() as db:
-            db.execute(sql.create_table)
-            have = {r[1] for r in db.execute(sql.table_info).fetchall()}
-            for column, statement in sql.add_columns.items():  # an older pysched's table
-                if column not in have:
-                    db.execute(statement)
-            for statement in sql.create_indexes:
-                db.execute(statement)
-            db.execute(sql.create_meta)
-            db.execute(sql.seed_meta)
-            for statement in self._series.create_statements():
-                db.execute(statement)
+            self._create(db, lambda column: column not in {
+                r[1] for r in db.execute(sql.table_info).fetchall()})
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
@@ -82,9 +73,6 @@ class SQLiteStore(SQLStore):
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={self._synchronous}")
         return db
-
-    def series_table(self) -> SQLSeriesTable:
-        return self._series
 
     def _run_series(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         with self._transaction() as db:
