@@ -81,14 +81,14 @@ class Claimer:
         """Wait for due entries and room for them; pop them into ``popped`` (nothing once
         closing). Returns the room there was."""
         s = self._s
-        with self._wakeup:
-            while self._lifecycle.is_open:
-                now = self._clock()
-                room = s.cap + self._growth(now) - len(self._inflight)
-                delay = self._mirror.pop_due(now, room, popped) if room > 0 else None
-                if popped:
-                    return room
-                self._wakeup.wait(s.poll if delay is None else min(delay, s.poll))
+        while self._lifecycle.is_open:
+            seen = self._wakeup.seen()
+            now = self._clock()
+            room = s.cap + self._growth(now) - len(self._inflight)
+            delay = self._mirror.pop_due(now, room, popped) if room > 0 else None
+            if popped:
+                return room
+            self._wakeup.wait(seen, s.poll if delay is None else min(delay, s.poll))
         return 0
 
     def _growth(self, now: float) -> int:
@@ -115,10 +115,10 @@ class Claimer:
         if release is not None:
             self._counters.add("store_errors")
             guarded(release, "releasing the leases of a failed claim", self._counters)
-        self._mirror.put_back(popped)
-        with self._wakeup:
-            if self._lifecycle.is_open:
-                self._wakeup.wait(delay)
+        self._mirror.put_back(popped)  # rings this thread's wake-up: seen after it
+        seen = self._wakeup.seen()
+        if self._lifecycle.is_open:
+            self._wakeup.wait(seen, delay)
 
     def _claim(self, popped: list[Entry], room: int) -> None:
         """Claim due rows up to the latest popped instant; re-check popped ones not won."""
@@ -136,11 +136,9 @@ class Claimer:
             return
         self._backoff.succeeded()
         runs = self._inflight.claimed(claims, s.live_until(sent))
-        for claim in claims:
-            self._mirror.drop(claim.task_id, claim.version)
-        self._counters.add("claim_rounds")
-        self._counters.add("claimed", len(claims))
-        self._counters.add("reruns", sum(c.attempts > 1 for c in claims))
+        self._mirror.drop_all([(c.task_id, c.version) for c in claims])
+        self._counters.add_all({"claim_rounds": 1, "claimed": len(claims),
+                                "reruns": sum(c.attempts > 1 for c in claims)})
         for run in runs:
             self._runs.start(*run)
         won = {(c.task_id, c.version) for c in claims}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 __all__ = ["COUNTERS", "Counters", "guarded"]
 
@@ -32,6 +32,12 @@ class Counters:
         """Count ``n`` more of ``name`` (KeyError for a name not counted here)."""
         with self._lock:
             self._counts[name] += n
+
+    def add_all(self, counts: Mapping[str, int]) -> None:
+        """``add`` each of ``counts`` at once."""
+        with self._lock:
+            for name, n in counts.items():
+                self._counts[name] += n
 
     def __getitem__(self, name: str) -> int:
         return self._counts[name]

@@ -80,22 +80,22 @@ class Housekeeper:
     def _wait(self) -> bool:
         """Wait until there is something to do: outcomes to store, a chore due, or all
         drained (closing). Returns whether drained."""
-        with self._wakeup:
-            while True:
-                now = time.monotonic()
-                # Looked at before the queue: a run queues its outcome before it leaves
-                # inflight, so once drained every outcome is in the queue.
-                drained = self._lifecycle.drained(self._inflight)
-                if self._outcomes.ready(now) or drained and not self._queue:
-                    return drained
-                due = [self._outcomes.retry_at] if self._queue else []
-                if self._lifecycle.is_open:
-                    due.append(self._poll_at)
-                    if self._s.cap > 0:
-                        due.append(self._mirror.next_full())
-                if due and min(due) <= now:
-                    return drained
-                self._wakeup.wait(min(due) - now if due else None)
+        while True:
+            seen = self._wakeup.seen()
+            now = time.monotonic()
+            # Looked at before the queue: a run queues its outcome before it leaves
+            # inflight, so once drained every outcome is in the queue.
+            drained = self._lifecycle.drained(self._inflight)
+            if self._outcomes.ready(now) or drained and not self._queue:
+                return drained
+            due = [self._outcomes.retry_at] if self._queue else []
+            if self._lifecycle.is_open:
+                due.append(self._poll_at)
+                if self._s.cap > 0:
+                    due.append(self._mirror.next_full())
+            if due and min(due) <= now:
+                return drained
+            self._wakeup.wait(seen, min(due) - now if due else None)
 
     def _guarded(self, action: Callable[[], object], what: str) -> bool:
         return guarded(action, what, self._counters)

@@ -12,9 +12,10 @@ for a producer, which never claims). Every change rings the wake-ups given to
 ``on_change``, outside the lifecycle's lock.
 
 ``Wakeup`` is what one job thread waits on. Whoever changes something that
-thread waits for rings it after the change, holding no lock of its own (a
-waiting thread checks what it waits for under the wake-up's lock and may take
-other owners' locks from there, never the other way round).
+thread waits for rings it after the change. The waiting thread notes the
+rings it has ``seen``, then looks at what it waits for (holding no lock of the
+wake-up's), then ``wait``s, which returns at once if it was rung since: no
+ring is lost, and a ringer never waits while the thread looks.
 """
 
 from __future__ import annotations
@@ -28,26 +29,28 @@ OPEN, CLOSING, CLOSED = "open", "closing", "closed"
 
 
 class Wakeup:
-    """A condition one thread waits on (``with wakeup: ... wakeup.wait(t)``); ``ring()``
-    wakes it from any thread."""
+    """What one thread waits on: ``seen = wakeup.seen()``, look, ``wakeup.wait(seen, t)``;
+    ``ring()`` wakes it from any thread."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition(threading.Lock())
+        self._rings = 0  # only grows, under the lock
 
-    def __enter__(self) -> Wakeup:
-        self._changed.acquire()
-        return self
+    def seen(self) -> int:
+        """The rings so far: pass it to ``wait`` after looking."""
+        return self._rings
 
-    def __exit__(self, *exc: object) -> None:
-        self._changed.release()
-
-    def wait(self, timeout: float | None) -> None:
-        """With the wake-up held: wait until rung or ``timeout`` seconds (None: until rung)."""
-        self._changed.wait(None if timeout is None else min(timeout, threading.TIMEOUT_MAX))
+    def wait(self, seen: int, timeout: float | None) -> None:
+        """Wait until rung after ``seen`` or ``timeout`` seconds (None: until rung)."""
+        with self._changed:
+            if self._rings == seen:
+                self._changed.wait(None if timeout is None
+                                   else min(timeout, threading.TIMEOUT_MAX))
 
     def ring(self) -> None:
-        """Wake the waiting thread; never call it holding a lock it may take."""
+        """Wake the waiting thread."""
         with self._changed:
+            self._rings += 1
             self._changed.notify_all()
 
 

@@ -113,6 +113,12 @@ class Mirror:
         with self._lock:
             self._drop(task_id, version)
 
+    def drop_all(self, versions: Sequence[tuple[str, int]]) -> None:
+        """``drop`` each (task_id, version): those just claimed, say."""
+        with self._lock:
+            for task_id, version in versions:
+                self._drop(task_id, version)
+
     def cancel_local(self, task_id: str, version: int) -> list[DurableFuture]:
         """A cancel of ``task_id`` at ``version`` made here: drop its entry, and take out
         the Futures it supersedes (to cancel)."""

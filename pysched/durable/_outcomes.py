@@ -9,6 +9,7 @@ trying again is safe: a second try of a recorded outcome changes nothing.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from ._backoff import Backoff
 from ._counters import Counters, guarded
@@ -59,13 +60,15 @@ class Outcomes:
 
     def _settle(self, batch: list[Queued], recorded: list[bool]) -> None:
         reread = []
+        counts: Counter[str] = Counter()
         for (outcome, _, _), ok in zip(batch, recorded, strict=True):
             key = "retried" if outcome.retry_at is not None else _COUNTER[outcome.state]
-            self._counters.add(key if ok else "not_recorded")
+            counts[key if ok else "not_recorded"] += 1
             # Not recorded: a newer version may have waited for the lease released
             # just now. A retry: pending again, and no store tells its writer.
             if not ok or outcome.retry_at is not None:
                 reread.append(outcome.task_id)
+        self._counters.add_all(counts)
         for outcome, future, value in batch:
             if future is None or future.done() or outcome.state == PENDING:
                 continue

@@ -20,12 +20,12 @@ changed only through its own methods: ``Settings`` (frozen), ``Routing``
 ``Inflight`` (claims in flight, Futures), ``OutcomeQueue`` and ``Counters``.
 This module is the public face.
 
-Lock order: a job thread's ``Wakeup``, then the ``Mirror``'s lock, then
-``Inflight``'s, then ``Counters``' (each takes only later ones while held; the
-outcome queue's and the lifecycle's lock are leaves). A store call is made
-under ``Inflight``'s lock only to store new versions (see ``add_versions``);
-no thread inside a store call waits for a lock of the scheduler's. No lock is
-held across a user callable but a job's ``Wakeup`` (its own clock reading).
+Lock order: the ``Mirror``'s lock, then ``Inflight``'s, then ``Counters``' (each
+takes only later ones while held); a ``Wakeup``'s lock and the lifecycle's are
+leaves, and the outcome queue needs none. A store call is made under
+``Inflight``'s lock only to store new versions (see ``add_versions``); no
+thread inside a store call waits for a lock of the scheduler's. No lock is
+held across a user callable.
 
 Life cycle: open -> closing (no new schedules, no new claims, claimed runs
 not yet started are handed back to the store unrun, running ones finish) ->
