@@ -82,13 +82,12 @@ class Claimer:
         closing). Returns the room there was."""
         s = self._s
         while self._lifecycle.is_open:
-            seen = self._wakeup.seen()
             now = self._clock()
             room = s.cap + self._growth(now) - len(self._inflight)
             delay = self._mirror.pop_due(now, room, popped) if room > 0 else None
             if popped:
                 return room
-            self._wakeup.wait(seen, s.poll if delay is None else min(delay, s.poll))
+            self._wakeup.wait(s.poll if delay is None else min(delay, s.poll))
         return 0
 
     def _growth(self, now: float) -> int:
@@ -115,10 +114,10 @@ class Claimer:
         if release is not None:
             self._counters.add("store_errors")
             guarded(release, "releasing the leases of a failed claim", self._counters)
-        self._mirror.put_back(popped)  # rings this thread's wake-up: seen after it
-        seen = self._wakeup.seen()
+        self._mirror.put_back(popped)
+        self._wakeup.wait(0)  # takes the ring of that put: the backoff waits for others
         if self._lifecycle.is_open:
-            self._wakeup.wait(seen, delay)
+            self._wakeup.wait(delay)
 
     def _claim(self, popped: list[Entry], room: int) -> None:
         """Claim due rows up to the latest popped instant; re-check popped ones not won."""

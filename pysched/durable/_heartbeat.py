@@ -53,13 +53,12 @@ class Heartbeat:
         next_beat = time.monotonic() + self._s.beat
         while True:
             while True:
-                seen = self._wakeup.seen()
                 if self._lifecycle.drained(self._inflight):
                     return  # nothing will hold a lease here any more
                 left = next_beat - time.monotonic()
                 if left <= 0:
                     break
-                self._wakeup.wait(seen, left)
+                self._wakeup.wait(left)
             next_beat = time.monotonic() + self._s.beat
             guarded(self.renew, "heartbeat", self._counters)
             guarded(self._also, "series heartbeat", self._counters)

@@ -81,7 +81,6 @@ class Housekeeper:
         """Wait until there is something to do: outcomes to store, a chore due, or all
         drained (closing). Returns whether drained."""
         while True:
-            seen = self._wakeup.seen()
             now = time.monotonic()
             # Looked at before the queue: a run queues its outcome before it leaves
             # inflight, so once drained every outcome is in the queue.
@@ -95,7 +94,7 @@ class Housekeeper:
                     due.append(self._mirror.next_full())
             if due and min(due) <= now:
                 return drained
-            self._wakeup.wait(seen, min(due) - now if due else None)
+            self._wakeup.wait(min(due) - now if due else None)
 
     def _guarded(self, action: Callable[[], object], what: str) -> bool:
         return guarded(action, what, self._counters)

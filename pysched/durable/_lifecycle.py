@@ -12,10 +12,9 @@ for a producer, which never claims). Every change rings the wake-ups given to
 ``on_change``, outside the lifecycle's lock.
 
 ``Wakeup`` is what one job thread waits on. Whoever changes something that
-thread waits for rings it after the change. The waiting thread notes the
-rings it has ``seen``, then looks at what it waits for (holding no lock of the
-wake-up's), then ``wait``s, which returns at once if it was rung since: no
-ring is lost, and a ringer never waits while the thread looks.
+thread waits for rings it after the change; the thread looks at what it waits
+for (holding no lock of the wake-up's), then waits, which returns at once if
+it was rung since it last waited: no ring is lost, and a ringer never waits.
 """
 
 from __future__ import annotations
@@ -29,29 +28,31 @@ OPEN, CLOSING, CLOSED = "open", "closing", "closed"
 
 
 class Wakeup:
-    """What one thread waits on: ``seen = wakeup.seen()``, look, ``wakeup.wait(seen, t)``;
-    ``ring()`` wakes it from any thread."""
+    """What one thread waits on; ``ring()`` wakes it from any thread.
+
+    A binary semaphore: a ring makes the thread's next ``wait`` return at once,
+    and rings before it count as one. So a ring made while the thread looked
+    is never lost (at worst the thread looks once more and finds nothing), and
+    a ring costs one release of a lock, never a wait for one.
+    """
 
     def __init__(self) -> None:
-        self._changed = threading.Condition(threading.Lock())
-        self._rings = 0  # only grows, under the lock
-
-    def seen(self) -> int:
-        """The rings so far: pass it to ``wait`` after looking."""
-        return self._rings
-
-    def wait(self, seen: int, timeout: float | None) -> None:
-        """Wait until rung after ``seen`` or ``timeout`` seconds (None: until rung)."""
-        with self._changed:
-            if self._rings == seen:
-                self._changed.wait(None if timeout is None
-                                   else min(timeout, threading.TIMEOUT_MAX))
+        self._rung = threading.Lock()
+        self._rung.acquire()  # held while not rung
 
     def ring(self) -> None:
-        """Wake the waiting thread."""
-        with self._changed:
-            self._rings += 1
-            self._changed.notify_all()
+        """Wake the thread, or make its next ``wait`` return at once."""
+        try:  # noqa: SIM105 - one per run's end: contextlib.suppress costs more
+            self._rung.release()
+        except RuntimeError:  # rung already, and not waited for since
+            pass
+
+    def wait(self, timeout: float | None) -> None:
+        """Wait until rung (since the last wait) or ``timeout`` seconds (None: until rung)."""
+        if timeout is None:
+            self._rung.acquire()
+        else:
+            self._rung.acquire(timeout=min(max(timeout, 0.0), threading.TIMEOUT_MAX))
 
 
 class Lifecycle:
