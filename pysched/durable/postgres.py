@@ -37,7 +37,7 @@ from .records import Changes, Claim, NewTask, Outcome, Serves
 from .series_table import SQLSeriesTable
 from .store import ROW_FORMAT, batch_prefix, check_key, check_tasks, claimed, parse_json
 
-__all__ = ["PostgresStore", "connect"]
+__all__ = ["PostgresStore", "connect", "usable"]
 
 _WRITE_ATTEMPTS = 3  # a write aborted to break a lock cycle is tried this often in all
 W = TypeVar("W")
@@ -58,7 +58,7 @@ class PostgresStore(SQLStore):
         self.table = sql.table
         self._timeout = connect_timeout
         self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(
-            self._connect, self._disconnect, _usable)
+            self._connect, self._disconnect, usable)
         self._listener: psycopg.Connection[Any] | None = None
         self.subscriptions = 0  # LISTENs made: each one must be followed by a full re-read
         # Server processes of our own connections: their notifications are
@@ -267,7 +267,7 @@ def _connect_error(url: str, exc: psycopg.Error) -> str:
     return f"cannot connect to PostgreSQL {where}: {reason}"
 
 
-def _usable(db: psycopg.Connection[Any]) -> bool:
+def usable(db: psycopg.Connection[Any]) -> bool:
     """False for a connection that is closed, broken, or that the server ended while it was
     idle (a restart, pg_terminate_backend, an idle timeout).
 

@@ -28,7 +28,7 @@ from .records import Claim, NewTask, Outcome, Serves
 from .series_table import SQLSeriesTable
 from .store import ROW_FORMAT, batch_prefix, check_tasks, claimed
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "decode_text"]
 
 log = logging.getLogger("pysched.durable")
 
@@ -71,7 +71,7 @@ class SQLiteStore(SQLStore):
         try:
             db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
                                  check_same_thread=False)
-            db.text_factory = _text
+            db.text_factory = decode_text
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self._synchronous}")
         except sqlite3.Error as exc:  # SQLite's own message does not say which file
@@ -186,7 +186,7 @@ class SQLiteStore(SQLStore):
         self._conns.close_all()
 
 
-def _text(value: bytes) -> str:
+def decode_text(value: bytes) -> str:
     """Every TEXT value the store reads, decoded with invalid UTF-8 replaced.
 
     SQLite keeps whatever bytes a writer put in a TEXT column, and the default
