@@ -20,6 +20,10 @@ def _nothing() -> None:
     return None
 
 
+def _kept_here(state: str) -> bool:
+    return True
+
+
 def fire_datetimes(series: Series, fires: list[float], now: Reading) -> list[datetime]:
     """``series``' fire times as aware datetimes: a calendar series' in its trigger's
     zone, an interval series' in UTC, estimated from ``now`` on the monotonic clock.
@@ -94,16 +98,22 @@ class SeriesHandle:
     (the scheduler's own lock; none for a single-threaded loop); ``read``
     reads both clocks; ``notify`` tells the scheduler its next wake-up may
     have moved; ``future``, if the scheduler gives one, is the series' Future
-    (cancelled with the series, failed by a run that stops it). A handle acts
-    on its own series only: once the series is replaced by id or ended,
-    ``pause`` and ``resume`` do nothing and ``cancel`` returns False.
+    (cancelled with the series, failed by a run that stops it). ``write``, if
+    the scheduler keeps its series elsewhere too (a durable store), records a
+    pause, resume or cancel there first, unlocked: ``write(state)`` with state
+    "paused", "active" or "cancelled" returns False when the series kept there
+    is no longer this one, and then nothing happens here. A handle acts on its
+    own series only: once the series is replaced by id or ended, ``pause`` and
+    ``resume`` do nothing and ``cancel`` returns False.
     """
 
-    __slots__ = ("series_id", "future", "_owner", "_series", "_lock", "_read", "_notify")
+    __slots__ = ("series_id", "future", "_owner", "_series", "_lock", "_read", "_notify",
+                 "_write")
 
     def __init__(self, owner: SeriesBook | SeriesOwner, series: Series, *,
                  read: Callable[[], Reading], lock: AbstractContextManager[object] | None = None,
-                 notify: Callable[[], None] = _nothing, future: Future[Any] | None = None) -> None:
+                 notify: Callable[[], None] = _nothing, future: Future[Any] | None = None,
+                 write: Callable[[str], bool] = _kept_here) -> None:
         self.series_id = series.series_id
         self.future = future
         self._lock: AbstractContextManager[object] = nullcontext() if lock is None else lock
@@ -112,6 +122,7 @@ class SeriesHandle:
         self._series = series
         self._read = read
         self._notify = notify
+        self._write = write
 
     def __repr__(self) -> str:
         state = "cancelled" if self.cancelled else "paused" if self.paused else "active"
@@ -153,6 +164,8 @@ class SeriesHandle:
 
     def pause(self) -> None:
         """Start no more runs until ``resume``; a run in progress goes on."""
+        if not self._write("paused"):
+            return
         with self._lock:
             if self._current() and not self._series.paused:
                 self._owner.pause(self.series_id)
@@ -160,6 +173,8 @@ class SeriesHandle:
 
     def resume(self) -> None:
         """Resume; the fire times that came due while paused are skipped, with events."""
+        if not self._write("active"):
+            return
         with self._lock:
             if self._current() and self._series.paused:
                 self._owner.resume(self.series_id, self._read())
@@ -168,7 +183,7 @@ class SeriesHandle:
 
     def cancel(self) -> bool:
         """End the series; False if it had already ended or been replaced."""
-        if not self._owner.cancel(self._series):
+        if not self._write("cancelled") or not self._owner.cancel(self._series):
             return False
         self._owner.flush()
         self._notify()

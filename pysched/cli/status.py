@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from ..durable import parse_store_target
+from ..durable._sql import quote as quote_identifier
 from ..durable.listing import Listing, SeriesLine
 from ..durable.moments import jsonable
 from ..durable.moments import lease_text as _lease
@@ -100,18 +101,19 @@ def read_status(target: str, table: str, limit: int) -> dict[str, Any]:
     reader, columns = _open(target, table)
     try:
         now = reader.now()
+        quoted = quote_identifier(table)  # a table may be named "order"
         counts = {state: int(n) for state, n in
-                  reader.query(f"SELECT state, count(*) FROM {table} GROUP BY state")}
+                  reader.query(f"SELECT state, count(*) FROM {quoted} GROUP BY state")}
         result: dict[str, Any] = {"now": now, "counts": dict(sorted(counts.items()))}
         if "queue" in columns:
             queues: dict[str, dict[str, int]] = {}
-            for name, state, n in reader.query(f"SELECT queue, state, count(*) FROM {table}"
+            for name, state, n in reader.query(f"SELECT queue, state, count(*) FROM {quoted}"
                                         " GROUP BY queue, state"):
                 queues.setdefault(str(name), {})[state] = int(n)
             result["queues"] = dict(sorted(queues.items()))
-        result["oldest_pending"] = _oldest(reader, table, "pending", _PENDING_COLUMNS,
+        result["oldest_pending"] = _oldest(reader, quoted, "pending", _PENDING_COLUMNS,
                                            "run_at, priority DESC, seq", limit)
-        result["oldest_running"] = _oldest(reader, table, "running", _RUNNING_COLUMNS,
+        result["oldest_running"] = _oldest(reader, quoted, "running", _RUNNING_COLUMNS,
                                            "run_at, seq", limit)
         result["series"] = _series(target, table, limit)
         return result
@@ -206,7 +208,7 @@ class _SQLiteReader:
         return time.time()  # the clock SQLiteStore's leases use
 
     def columns(self, table: str) -> set[str]:
-        return {r[1] for r in self.query(f"PRAGMA table_info({table})")}
+        return {r[1] for r in self.query(f"PRAGMA table_info({quote_identifier(table)})")}
 
     def close(self) -> None:
         self._db.close()

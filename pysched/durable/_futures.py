@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Protocol
 
 from .store import COMPLETED, ERROR, FAILED, Row
 
-__all__ = ["DurableFuture", "DurableTaskFailed", "settle_from_row"]
-
-
-class _VersionCanceller(Protocol):
-    def _cancel_version(self, future: DurableFuture) -> bool: ...
+__all__ = ["DurableFuture", "DurableTaskFailed", "cancel_all", "settle_from_row"]
 
 
 class DurableFuture(Future):  # type: ignore[type-arg]
@@ -24,20 +20,27 @@ class DurableFuture(Future):  # type: ignore[type-arg]
     store if it is still pending there.
     """
 
-    def __init__(self, scheduler: _VersionCanceller, task_id: str, version: int) -> None:
+    def __init__(self, cancel_version: Callable[[DurableFuture], bool], task_id: str,
+                 version: int) -> None:
         super().__init__()
-        self._scheduler = scheduler
+        self._cancel_version = cancel_version  # cancels the version in the store, then this
         self.task_id = task_id
         self.version = version
 
     def cancel(self) -> bool:
         if self.done():
             return super().cancel()
-        return self._scheduler._cancel_version(self)
+        return self._cancel_version(self)
 
 
 class DurableTaskFailed(Exception):
     """A version failed (or its row was unusable) in another process."""
+
+
+def cancel_all(futures: list[DurableFuture]) -> None:
+    """Cancel Futures whose versions were cancelled or replaced (not through the store)."""
+    for future in futures:
+        Future.cancel(future)
 
 
 def settle_from_row(future: DurableFuture, row: Row) -> None:

@@ -4,7 +4,8 @@ A closed DurableScheduler closes the store it opened, so a call that reached
 the store after that raised the store's own error (``sqlite3.ProgrammingError``,
 a closed connection pool's RuntimeError); on a store it did not open the same
 call went through. Every such call goes through one ``StoreGate``, which
-answers SchedulerClosed instead, on every store alike.
+answers SchedulerClosed instead, on every store alike, once the scheduler's
+``Lifecycle`` says the store is released.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .._errors import SchedulerClosed
+from ._lifecycle import Lifecycle
 
 __all__ = ["StoreGate"]
 
@@ -24,22 +26,17 @@ _CLOSED = "the durable scheduler is closed"
 class StoreGate:
     """Runs the store calls of a scheduler's public methods and of its series handles."""
 
-    def __init__(self) -> None:
-        self._closed = False
-
-    def close(self) -> None:
-        """From now on every call raises SchedulerClosed: the scheduler is shutting down
-        and its store is about to be closed (called before it is)."""
-        self._closed = True
+    def __init__(self, lifecycle: Lifecycle) -> None:
+        self._lifecycle = lifecycle
 
     def call(self, action: Callable[[], T]) -> T:
         """``action()``, or SchedulerClosed once closed: before it starts, or when it fails
         because the store was closed while it ran."""
-        if self._closed:
+        if self._lifecycle.store_released:
             raise SchedulerClosed(_CLOSED)
         try:
             return action()
         except Exception as exc:
-            if self._closed:
+            if self._lifecycle.store_released:
                 raise SchedulerClosed(_CLOSED) from exc
             raise

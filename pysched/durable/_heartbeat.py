@@ -16,49 +16,61 @@ it from ``current_task().lease_lost``.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable
 
-from ._local import RunningTask
-from ._running import renew
-from ._shared import OPEN, Shared, log
+from ._counters import Counters, guarded
+from ._inflight import Inflight
+from ._lifecycle import Lifecycle, Wakeup
+from ._settings import Settings
+from .store import Store
 
 __all__ = ["Heartbeat"]
 
+log = logging.getLogger("pysched.durable")
+
 
 class Heartbeat:
-    """The heartbeat thread's loop (``run``): every ``beat`` seconds while runs are in flight."""
+    """The heartbeat thread's loop (``run``): every ``beat`` seconds while claims are in
+    flight here, until closed and drained. It waits on ``wakeup``, rung when the life
+    cycle changes."""
 
-    def __init__(self, shared: Shared, also: Callable[[], object] = lambda: None) -> None:
-        self._s = shared
+    def __init__(self, settings: Settings, store: Store, *, clock: Callable[[], float],
+                 lifecycle: Lifecycle, inflight: Inflight, counters: Counters,
+                 wakeup: Wakeup, also: Callable[[], object] = lambda: None) -> None:
+        self._s = settings
+        self._store = store
+        self._clock = clock
+        self._lifecycle = lifecycle
+        self._inflight = inflight
+        self._counters = counters
+        self._wakeup = wakeup
         self._also = also  # renews the fire-time leases of recurring series runs here
         self.renewed = 0  # leases renewed, for tests and stats
 
     def run(self) -> None:
-        s = self._s
-        next_beat = time.monotonic() + s.beat
+        next_beat = time.monotonic() + self._s.beat
         while True:
-            with s.lock:
-                while True:
-                    if s.state != OPEN and not s.dispatching and not s.inflight:
-                        return  # drained: nothing will hold a lease here any more
-                    left = next_beat - time.monotonic()
-                    if left <= 0:
-                        break
-                    s.heart.wait(left)
-                runs = [run for run in s.inflight.values() if not run.lease_lost]
-            next_beat = time.monotonic() + s.beat
-            if runs:
-                s.guarded(functools.partial(self.renew, runs), "heartbeat")
-            s.guarded(self._also, "series heartbeat")
+            while True:
+                if self._lifecycle.drained(self._inflight):
+                    return  # nothing will hold a lease here any more
+                left = next_beat - time.monotonic()
+                if left <= 0:
+                    break
+                self._wakeup.wait(left)
+            next_beat = time.monotonic() + self._s.beat
+            guarded(self.renew, "heartbeat", self._counters)
+            guarded(self._also, "series heartbeat", self._counters)
 
-    def renew(self, runs: list[RunningTask]) -> None:
-        """Renew the leases of ``runs``; move their deadlines, flag the ones lost."""
+    def renew(self) -> None:
+        """Renew the leases of the claims in flight here; move their deadlines, flag the
+        ones lost."""
         s = self._s
-        renewed, lost = renew(runs, functools.partial(s.store.heartbeat, s.owner, s.lease),
-                              s.clock, s.live_until, s.lock, s.inflight)
-        with s.lock:
-            s.counts["leases_lost"] += len(lost)
+        renewed, lost = self._inflight.renew(
+            functools.partial(self._store.heartbeat, s.owner, s.lease), self._clock,
+            s.live_until)
+        self._counters.add("leases_lost", len(lost))
         self.renewed += renewed
         if lost:
             log.warning("%d lease(s) of claims in flight here were lost (this process was"

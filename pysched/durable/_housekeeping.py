@@ -10,142 +10,160 @@ logged and counted and the next steps run.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
+from ._counters import Counters, guarded
+from ._inflight import Inflight
+from ._lifecycle import Lifecycle, Wakeup
 from ._mirror import Mirror
+from ._outcome_queue import OutcomeQueue
 from ._outcomes import Outcomes
-from ._shared import OPEN, Shared, log
+from ._settings import Settings
+from .store import Store
+from .timebase import Timebase
 
 __all__ = ["Housekeeper"]
 
+log = logging.getLogger("pysched.durable")
+
 
 class Housekeeper:
-    """The housekeeping thread's loop (``run``); ``shut_down`` runs when it ends."""
+    """The housekeeping thread's loop (``run``); ``shut_down`` runs when it ends.
 
-    def __init__(self, shared: Shared, mirror: Mirror, outcomes: Outcomes,
-                 shut_down: Callable[[], None]) -> None:
-        self._s = shared
+    It waits on ``wakeup``, rung when a run ends and when the life cycle changes.
+    """
+
+    def __init__(self, settings: Settings, store: Store, *, timebase: Timebase,
+                 clock: Callable[[], float], lifecycle: Lifecycle, inflight: Inflight,
+                 queue: OutcomeQueue, mirror: Mirror, outcomes: Outcomes, counters: Counters,
+                 wakeup: Wakeup, shut_down: Callable[[], None]) -> None:
+        self._s = settings
+        self._store = store
+        self._timebase = timebase
+        self._clock = clock
+        self._lifecycle = lifecycle
+        self._inflight = inflight
+        self._queue = queue
         self._mirror = mirror
         self._outcomes = outcomes
+        self._counters = counters
+        self._wakeup = wakeup
         self._shut_down = shut_down
+        self._poll_at = time.monotonic() + settings.poll
+        self.unclaimed: tuple[int, float | None] = (0, None)  # as of the last resync
         self.unknown_reported: set[str] = set()
 
     def run(self) -> None:
         s = self._s
-        poll = time.monotonic() + s.poll
         try:
             while True:
-                with s.lock:
-                    while not self._outcomes_ready() and not self._drained():
-                        full = self._mirror.next_full() if s.cap > 0 else poll
-                        left = min(poll, full, self._outcomes.retry_at or poll) - time.monotonic()
-                        if left <= 0:
-                            break
-                        s.chores.wait(left)
-                    ready = self._outcomes_ready()
-                    batch, s.outcomes = (s.outcomes, []) if ready else ([], s.outcomes)
-                    done = not s.outcomes and not batch and self._drained()
+                drained = self._wait()
                 now = time.monotonic()
-                if batch:
-                    self._outcomes.store(batch, now)
-                if done:
-                    return
-                if s.state != OPEN:
+                self._outcomes.store(now)
+                if drained and not self._queue:
+                    return  # nothing in flight or queued, and nothing can come: done
+                if not self._lifecycle.is_open:
                     continue
-                if now >= poll:
-                    poll = now + s.poll
+                if now >= self._poll_at:
+                    self._poll_at = now + s.poll
                     if s.cap == 0:  # a producer: only its Futures to settle
-                        s.guarded(self._mirror.settle_watched, "settling Futures")
+                        self._guarded(self._mirror.settle_watched, "settling Futures")
                     else:
-                        s.guarded(self.poll_store, "polling")
-                if now >= self._mirror.next_full() and s.cap > 0:
+                        self._guarded(self.poll_store, "polling")
+                if s.cap > 0 and now >= self._mirror.next_full():
                     self.resync()
         finally:
             self._shut_down()
 
-    def _outcomes_ready(self) -> bool:
-        return bool(self._s.outcomes) and time.monotonic() >= self._outcomes.retry_at
+    def _wait(self) -> bool:
+        """Wait until there is something to do: outcomes to store, a chore due, or all
+        drained (closing). Returns whether drained."""
+        while True:
+            now = time.monotonic()
+            # Looked at before the queue: a run queues its outcome before it leaves
+            # inflight, so once drained every outcome is in the queue.
+            drained = self._lifecycle.drained(self._inflight)
+            if self._outcomes.ready(now) or drained and not self._queue:
+                return drained
+            due = [self._outcomes.retry_at] if self._queue else []
+            if self._lifecycle.is_open:
+                due.append(self._poll_at)
+                if self._s.cap > 0:
+                    due.append(self._mirror.next_full())
+            if due and min(due) <= now:
+                return drained
+            self._wakeup.wait(min(due) - now if due else None)
 
-    def _drained(self) -> bool:
-        """Closing, and nothing can produce an outcome any more. Lock held."""
-        s = self._s
-        return s.state != OPEN and not s.dispatching and not s.inflight
+    def _guarded(self, action: Callable[[], object], what: str) -> bool:
+        return guarded(action, what, self._counters)
 
     def poll_store(self) -> None:
-        s = self._s
-        expired = s.store.requeue_expired()
+        expired = self._store.requeue_expired()
         if expired:
-            self._mirror.sync(s.store.rows(expired))
-        if not s.store.notifies and s.store.changed():
+            self._mirror.sync(self._store.rows(expired))
+        if not self._store.notifies and self._store.changed():
             self._mirror.resync()
         self._mirror.settle_watched()
 
     def resync(self) -> None:
         """The once-per-``resync_interval`` chores."""
-        s = self._s
-        s.guarded(self._mirror.resync, "full re-read")
-        s.guarded(self.mark_wall_time, "recording the wall-clock high-water mark")
-        s.guarded(self.repair, "repairing leases")
-        s.guarded(self.look_for_unclaimed, "counting unclaimed rows")
-        if s.retention is not None:
-            s.guarded(self.prune, "pruning finished rows")
+        self._guarded(self._mirror.resync, "full re-read")
+        self._guarded(self.mark_wall_time, "recording the wall-clock high-water mark")
+        self._guarded(self.repair, "repairing leases")
+        self._guarded(self.look_for_unclaimed, "counting unclaimed rows")
+        if self._s.retention is not None:
+            self._guarded(self.prune, "pruning finished rows")
 
     def look_for_unclaimed(self) -> None:
         """Count the pending rows due for more than ``stale_after`` (no worker took them:
         none serves their task name or queue, or all are busy), for stats()."""
-        s = self._s
-        found = s.store.pending_stats(s.store.now() - s.stale_after)
-        with s.lock:
-            s.unclaimed = found
+        stale_after = self._s.stale_after
+        found = self._store.pending_stats(self._store.now() - stale_after)
+        self.unclaimed = found
         if found[0]:
             log.warning("%d pending rows are due for more than %s s and unclaimed",
-                        found[0], s.stale_after)
+                        found[0], stale_after)
 
     def prune(self, batch: int = 1000, batches: int = 10) -> int:
         """Delete finished rows older than ``retention``, ``batch`` rows per transaction,
         at most ``batches`` per call (the rest at the next resync). Returns how many."""
-        s = self._s
-        assert s.retention is not None
-        before = s.store.now() - s.retention
+        assert self._s.retention is not None
+        before = self._store.now() - self._s.retention
         total = 0
         for _ in range(batches):
-            deleted = s.store.prune(before, batch)
+            deleted = self._store.prune(before, batch)
             total += deleted
             if deleted < batch:
                 break
-        with s.lock:
-            s.counts["pruned"] += total
+        self._counters.add("pruned", total)
         return total
 
     def mark_wall_time(self) -> None:
         """Raise the store's high-water mark to this node's wall time, unless this
         node's time is more than ``max_clock_skew`` ahead of the database's clock."""
-        s = self._s
-        wall = s.timebase.to_wall(s.clock())
-        if s.store.reference_clock:
-            skew = wall - s.store.now()
-            if skew > s.max_skew:
-                with s.lock:
-                    s.counts["skew_refusals"] += 1
+        wall = self._timebase.to_wall(self._clock())
+        if self._store.reference_clock:
+            skew = wall - self._store.now()
+            if skew > self._s.max_skew:
+                self._counters.add("skew_refusals")
                 log.error("this node's time is %.3f s ahead of the database's clock (limit %s s):"
-                          " not raising the shared wall-clock mark", skew, s.max_skew)
+                          " not raising the shared wall-clock mark", skew, self._s.max_skew)
                 return
-        s.store.wall_high_water(wall)
+        self._store.wall_high_water(wall)
 
     def repair(self) -> None:
         """Rows running with no lease, or pending or running under an absurd one, are
         pending again with no lease; rows in
         states this version does not know are reported (once per task id)."""
-        s = self._s
-        repaired = s.store.repair_leases(max(100 * s.lease, 86_400.0))
+        repaired = self._store.repair_leases(max(100 * self._s.lease, 86_400.0))
         if repaired:
-            with s.lock:
-                s.counts["repaired"] += len(repaired)
+            self._counters.add("repaired", len(repaired))
             log.warning("rows with no usable lease (running with none, or one expiring"
                         " absurdly far ahead) released, pending again: %s", repaired[:20])
-            self._mirror.sync(s.store.rows(repaired))
-        unknown = [(i, st) for i, st in s.store.unknown_states()
+            self._mirror.sync(self._store.rows(repaired))
+        unknown = [(i, st) for i, st in self._store.unknown_states()
                    if i not in self.unknown_reported]
         if unknown:
             self.unknown_reported.update(i for i, _ in unknown)

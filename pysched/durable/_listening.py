@@ -8,29 +8,39 @@ payload, which any database role may send) is debounced by the mirror.
 
 from __future__ import annotations
 
+import logging
+
+from ._backoff import Backoff
+from ._counters import Counters
+from ._lifecycle import Lifecycle
 from ._mirror import Mirror
-from ._shared import OPEN, Backoff, Shared, log
+from .store import Store
 
 __all__ = ["Listener"]
+
+log = logging.getLogger("pysched.durable")
 
 
 class Listener:
     """The listening thread's loop (``run``)."""
 
-    def __init__(self, shared: Shared, mirror: Mirror) -> None:
-        self._s = shared
+    def __init__(self, store: Store, mirror: Mirror, lifecycle: Lifecycle, counters: Counters,
+                 *, poll: float) -> None:
+        self._store = store
         self._mirror = mirror
-        self._backoff = Backoff(shared.poll, max(shared.poll, 5.0))
+        self._lifecycle = lifecycle
+        self._counters = counters
+        self._poll = poll
+        self._backoff = Backoff(poll, max(poll, 5.0))
 
     def run(self) -> None:
-        s = self._s
-        store = s.store
-        while s.state == OPEN:
+        store = self._store
+        while self._lifecycle.is_open:
             try:
                 subscribed = store.subscriptions
                 # A short wait, so that close() is not held up by the listener.
-                changed = store.wait_changes(min(s.poll, 0.25))
-                if changed is not None and s.state == OPEN:
+                changed = store.wait_changes(min(self._poll, 0.25))
+                if changed is not None and self._lifecycle.is_open:
                     if changed:
                         self._mirror.sync(store.rows(sorted(changed)))
                     if store.subscriptions != subscribed:
@@ -41,6 +51,5 @@ class Listener:
             except Exception:
                 delay = self._backoff.failed()
                 log.exception("listening for changes failed; retrying in %.2f s", delay)
-                with s.lock:
-                    s.counts["store_errors"] += 1
-                s.closing.wait(delay)
+                self._counters.add("store_errors")
+                self._lifecycle.wait_closing(delay)

@@ -8,8 +8,8 @@ the claim; otherwise it is handed back unrun (the store records that only
 where the claim still holds its row, and releases the lease). A callable
 that raises fails its version, logged with its traceback, and its Future
 raises that exception, a BaseException (SystemExit, KeyboardInterrupt) too;
-so does a clock reading that raises while the start rule is checked. The
-worker survives. One raise is not a failure: TaskCancelled
+so does a failing clock reading (the rule of ``_clocks``). The worker
+survives. One raise is not a failure: TaskCancelled
 with reason "closed" while the pool's own token for the run says "closed" (the
 pool was closed with cancel_running, as the worker command does on a second
 signal) hands the version back unrun, for another worker to run.
@@ -18,39 +18,68 @@ signal) hands the version back unrun, for another worker to run.
 from __future__ import annotations
 
 import itertools
-import threading
+import logging
 import traceback
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
 from ..pool.token import CLOSED as POOL_CLOSED
 from ..threadpool import TaskCancelled, ThreadPoolScheduler, current_token
 from . import _local
+from ._counters import Counters
 from ._futures import DurableFuture
-from ._local import RunningTask
-from ._shared import OPEN, Shared, log
+from ._inflight import Inflight, RunningTask, lease_live
+from ._lifecycle import Lifecycle
+from ._outcome_queue import OutcomeQueue
 from .errors import BadRow, UnknownTask
+from .registry import TaskRegistry
 from .store import COMPLETED, ERROR, FAILED, PENDING, Claim, Outcome, check_claim
+from .timebase import Timebase
 
-__all__ = ["Runs", "lease_live", "renew"]
+__all__ = ["Runs"]
+
+log = logging.getLogger("pysched.durable")
 
 _TRACEBACK_MAX = 8000  # characters of a failure's traceback stored in the row
 
 
 class Runs:
-    """Hands claims to the pool and turns each run into a queued outcome."""
+    """Hands claims to the pool and turns each run into a queued outcome.
 
-    def __init__(self, shared: Shared, pool: Executor | None, owns_pool: bool) -> None:
-        self._s = shared
+    ``ended()`` is called after each run's outcome is queued and its claim has left
+    ``inflight`` (it rings the claiming and housekeeping threads). ``scheduler`` is
+    what ``current_task()`` reports the runs belong to.
+    """
+
+    def __init__(self, pool: Executor | None, *, owns_pool: bool, registry: TaskRegistry,
+                 timebase: Timebase, clock: Callable[[], float], lifecycle: Lifecycle,
+                 inflight: Inflight, outcomes: OutcomeQueue, counters: Counters,
+                 scheduler: object, ended: Callable[[], None]) -> None:
         self.pool = pool
         self._owns_pool = owns_pool
+        self._registry = registry
+        self._timebase = timebase
+        self._clock = clock
+        self._lifecycle = lifecycle
+        self._inflight = inflight
+        self._outcomes = outcomes
+        self._counters = counters
+        self._scheduler = scheduler
+        self._ended = ended
         self._jobs = itertools.count()
 
     def close_pool(self, wait: bool = False) -> None:
         """Close the pool if this scheduler made it; its unstarted runs are handed back."""
         if self._owns_pool and self.pool is not None:
             self.pool.close(wait=wait)  # type: ignore[attr-defined]
+
+    def cancel(self, tokens: list[str]) -> None:
+        """Set the pool's cancel token of the runs of these lease tokens; one not started
+        never starts (a pool other than pysched's has no token to set)."""
+        if isinstance(self.pool, ThreadPoolScheduler):
+            for token in tokens:
+                self.pool.cancel(token)
 
     def submit(self, job: Callable[[], object], priority: int) -> Future[Any]:
         """Run ``job`` (a fire time of a recurring series) on the pool now, at ``priority``
@@ -84,14 +113,14 @@ class Runs:
         handle.add_done_callback(started_or_not)
 
     def _unstarted(self, claim: Claim) -> None:
-        """Queue the hand-back of a claim whose run never started (its pool task was cancelled)."""
-        with self._s.lock:
-            if self._s.inflight.pop(claim.token, None) is None:
-                return
-            outcome = Outcome(claim.token, claim.task_id, claim.version, PENDING, None)
-            self._s.outcomes.append((outcome, None, None))
-            self._s.chores.notify()
-            self._s.wake.notify()
+        """Queue the hand-back of a claim whose run never started (its pool task was
+        cancelled). Queued first, then released: see ``_outcome_queue``."""
+        if not self._inflight.holds(claim.token):  # pragma: no cover - one hand-back per claim
+            return
+        outcome = Outcome(claim.token, claim.task_id, claim.version, PENDING, None)
+        self._outcomes.put(outcome)
+        self._inflight.finished(claim.token, claim.task_id, claim.version, settled=False)
+        self._ended()
 
     def run(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Worker: run one claimed version (or hand it back) and queue its outcome."""
@@ -102,13 +131,12 @@ class Runs:
         try:
             if not self._lease_holds(running):
                 state = PENDING  # handed back: recorded only if no one else took the row
-            elif (self._s.state != OPEN or running.cancel_requested or running.superseded
+            elif (not self._lifecycle.is_open or running.cancel_requested or running.superseded
                     or future is not None and not future.running()
                     and not future.set_running_or_notify_cancel()):  # running: a retry
                 state = PENDING
-                if self._s.state == OPEN:
-                    with self._s.lock:
-                        self._s.counts["not_started"] += 1
+                if self._lifecycle.is_open:
+                    self._counters.add("not_started")
             else:
                 state, value, error = self._call(running, claim)
                 if state == FAILED:
@@ -116,26 +144,21 @@ class Runs:
                     if retry_at is not None:
                         state = PENDING  # tried again later: its Future stays open
         except BaseException as exc:
-            # A SystemExit or KeyboardInterrupt from fn, or a clock reading that raised
-            # while deciding whether to start: the run fails with it, its Future raises
-            # it (never resolves as if it returned None), and it propagates to the pool.
+            # A SystemExit or KeyboardInterrupt from fn, or a failing clock reading: the
+            # run fails with it, its Future raises it (never resolves as if it returned
+            # None), and it propagates to the pool.
             state, value, retry_at = FAILED, exc, None
             error = _failure_text(exc)
             log.error("task %r version %r attempt %d failed: %s", claim.task_id, claim.version,
                       claim.attempts, type(exc).__name__, exc_info=exc)
             raise
         finally:
-            outcome = Outcome(claim.token, claim.task_id, claim.version, state, error, retry_at)
-            with self._s.lock:
-                del self._s.inflight[claim.token]
-                if state != PENDING:  # settled from here on, never from a row read
-                    by_version = self._s.futures.get(claim.task_id, {})
-                    by_version.pop(claim.version, None)
-                    if not by_version:
-                        self._s.futures.pop(claim.task_id, None)
-                self._s.outcomes.append((outcome, future, value))
-                self._s.chores.notify()
-                self._s.wake.notify()
+            # Queued first, then released: see _outcome_queue.
+            self._outcomes.put(Outcome(claim.token, claim.task_id, claim.version, state, error,
+                                       retry_at), future, value)
+            self._inflight.finished(claim.token, claim.task_id, claim.version,
+                                    settled=state != PENDING)
+            self._ended()
 
     def _lease_holds(self, running: RunningTask) -> bool:
         """Whether this run may start: its lease is provably live (the local deadline of
@@ -143,42 +166,40 @@ class Runs:
         waited for a worker longer than that (a starved heartbeat, a paused process)
         may be another worker's by now: it is handed back, never started. A local
         clock reading, no store call."""
-        if lease_live(running, self._s.clock()):
+        if lease_live(running, self._clock()):
             return True
         log.warning("task %r version %r: not started, its lease could not be shown live"
                     " (claimed or renewed too long ago); handed back", running.task_id,
                     running.version)
-        with self._s.lock:
-            self._s.counts["lease_lapsed"] += 1
+        self._counters.add("lease_lapsed")
         return False
 
     def _retry_at(self, claim: Claim, exc: BaseException) -> float | None:
         """When a failed run is due again under its task's policy (a wall instant), or None."""
-        policy = self._s.registry.options(claim.ref).retry
+        policy = self._registry.options(claim.ref).retry
         if policy is None or not policy.retries(exc, claim.attempts):
             return None
         delay = policy.delay(claim.attempts)
         log.warning("task %r version %r attempt %d of %d: retrying in %.3f s", claim.task_id,
                     claim.version, claim.attempts, policy.attempts, delay)
-        return self._s.timebase.to_wall(self._s.clock()) + delay
+        return self._timebase.to_wall(self._clock()) + delay
 
     def _call(self, running: RunningTask, claim: Claim) -> tuple[str, Any, str | None]:
         """Resolve and call the claimed work: (state, value or exception, error text)."""
         try:
             args, kwargs = check_claim(claim)
-            fn = self._s.registry.resolve(claim.ref)
+            fn = self._registry.resolve(claim.ref)
         except (BadRow, UnknownTask) as exc:
             log.error("task %r version %r: %s", claim.task_id, claim.version, exc)
             return ERROR, exc, str(exc)
-        with _local.running(running):
+        with _local.running(running, self._scheduler):
             try:
                 return COMPLETED, fn(*args, **kwargs), None
             except Exception as exc:  # noqa: BLE001 - recorded as the outcome
                 if _stopped_by_close(exc):
                     log.warning("task %r version %r: stopped by the closing pool; handed back"
                                 " for another worker", claim.task_id, claim.version)
-                    with self._s.lock:
-                        self._s.counts["stopped_by_close"] += 1
+                    self._counters.add("stopped_by_close")
                     return PENDING, exc, None
                 log.error("task %r version %r attempt %d failed", claim.task_id,
                           claim.version, claim.attempts, exc_info=exc)
@@ -189,35 +210,6 @@ def _failure_text(exc: BaseException) -> str:
     """The error stored for a failed run: the exception and the end of its traceback."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return f"{type(exc).__name__}: {exc}\n{text[-_TRACEBACK_MAX:]}"
-
-
-def lease_live(running: RunningTask, now: float) -> bool:
-    """The start rule's lease half: ``running`` may start at ``now`` (its clock) only
-    before the local deadline of its claim or latest renewal, and only if no renewal
-    found its lease lost."""
-    return not running.lease_lost and now < running.live_until
-
-
-def renew(runs: list[RunningTask], send: Callable[[list[str]], Iterable[str]],
-          clock: Callable[[], float], live_until: Callable[[float], float],
-          lock: threading.Lock, inflight: Container[str]) -> tuple[int, list[RunningTask]]:
-    """Renew the leases of ``runs`` with ``send(tokens)`` (the tokens it renewed): move
-    the deadline of those renewed to ``live_until`` of the moment it was sent, flag
-    those not renewed as lost. Only a run still in ``inflight`` (guarded by ``lock``)
-    has lost its lease: one that left it meanwhile ended, and its outcome may have
-    released the lease. Returns how many were renewed, and the runs lost."""
-    sent = clock()
-    renewed = set(send([run.token for run in runs]))
-    until = live_until(sent)
-    lost = []
-    with lock:
-        for run in runs:
-            if run.token in renewed:
-                run.live_until = max(run.live_until, until)
-            elif run.token in inflight:
-                run.lease_lost = True
-                lost.append(run)
-    return len(renewed), lost
 
 
 def _stopped_by_close(exc: Exception) -> bool:

@@ -20,36 +20,40 @@ expire for a live process to take it over. Events
 through the shared ``EventHub``.
 
 Lock order: ``lock`` guards the book and the entries; it is never held across
-a store call or a user callable, and events are flushed outside it.
+a store call or a user callable, and events are flushed outside it. The fire
+times claimed here are held in an ``Inflight`` of their own (its lock a leaf).
+``read`` and ``clock`` are the scheduler's checked clocks (``_clocks``): a
+reading that fails ends the chore or the tick that asked (the series thread
+tries again after ``poll``), or fails the fire time's run.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
-from .._validate import check_time
 from ..calendar import Cron, Event, Reading, Series, SeriesBook
 from ..calendar.events import CANCELLED as CANCELLED_REASON
 from ..calendar.events import CLOSED, REPLACED, SKIPPED
-from ..calendar.handle import fire_datetimes
+from ..calendar.handle import SeriesHandle
 from . import _local
+from ._counters import Counters, guarded
 from ._gate import StoreGate
-from ._local import RunningTask
-from ._running import lease_live, renew
+from ._inflight import Inflight, RunningTask, lease_live
 from ._series_spec import check_row_fields, decode_spec
-from ._shared import log
 from .errors import BadRow, UnknownTask
 from .registry import TaskRegistry
 from .series_table import ACTIVE, CANCELLED, PAUSED, FireClaim, SeriesRow, SeriesTable
 from .store import Claim, decode_args
 
-__all__ = ["SERIES_COUNTERS", "DurableSeriesHandle", "SeriesDriver"]
+__all__ = ["SERIES_COUNTERS", "DurableSeriesHandle", "Entry", "SeriesDriver", "StoredSeries"]
+
+log = logging.getLogger("pysched.durable")
 
 SERIES_COUNTERS = ("series_fires", "series_fires_elsewhere", "series_reruns", "series_failed",
                    "series_not_recorded", "series_refused", "series_store_errors",
@@ -73,9 +77,10 @@ class SeriesDriver:
 
     ``served(ref, queue)`` says which series this process runs; ``start(job,
     priority)`` runs a job on a worker (the worker pool, or inline in tests);
-    ``read()`` reads the wall and monotonic clocks. ``live_until(sent)`` is the
-    local deadline (on ``clock``) of a lease set or renewed by a statement sent
-    at ``sent``: the one-shot runs' (``Shared.live_until``).
+    ``read()`` reads the wall and monotonic clocks, ``clock()`` the monotonic one.
+    ``live_until(sent)`` is the local deadline (on ``clock``) of a lease set or
+    renewed by a statement sent at ``sent``: the one-shot runs'
+    (``Settings.live_until``).
     """
 
     def __init__(self, table: SeriesTable, *, owner: str, registry: TaskRegistry,
@@ -99,24 +104,30 @@ class SeriesDriver:
         self.book = SeriesBook(read())
         self.hub = self.book.hub
         self.entries: dict[str, Entry] = {}
-        # Lease token -> a fire time claimed here, from its claim until its run ends (or
-        # is refused): the heartbeat renews it, also while it waits for a worker.
-        self.inflight: dict[str, RunningTask] = {}
-        self.counts = dict.fromkeys(SERIES_COUNTERS, 0)
+        # The fire times claimed here, from their claim until their run ends (or is
+        # refused): the heartbeat renews them, also while they wait for a worker.
+        self._claims = Inflight()
+        self.counts = Counters(SERIES_COUNTERS)
         self.closing = False
         # Counts local adoptions and ends; ``edited`` holds the count of each id's
         # newest, so a re-read begun before it leaves that id as this process left it.
         self.edits = 0
         self.edited: dict[str, int] = {}
 
+    @property
+    def inflight(self) -> dict[str, RunningTask]:
+        """The fire times claimed here, by lease token, as of now."""
+        return self._claims.snapshot()
+
     # -- the store's series, mirrored here ----------------------------------------------------
 
     def sync(self) -> None:
-        """Re-read the stored series: adopt new generations, follow pauses, drop the ended."""
+        """Re-read the stored series: adopt new generations, follow pauses, drop the ended.
+        The clocks are read before any row is looked at, so a failing reading refuses none."""
         with self.lock:
             began = self.edits
         rows = self.table.rows()
-        now = self.checked_read()  # a failing clock fails this re-read, refusing no row
+        now = self.read()
         with self.lock:
             # Adopted or ended here while the rows were read: newer than they are.
             newer = {i for i, edit in self.edited.items() if edit > began}
@@ -137,16 +148,17 @@ class SeriesDriver:
         self.edits += 1
         self.edited[series_id] = self.edits
 
-    def adopt(self, row: SeriesRow) -> Entry:
-        """Take ``row`` (just stored here) as the current generation of its series."""
-        now = self.checked_read()
+    def adopt(self, row: SeriesRow, now: Reading | None = None) -> Entry:
+        """Take ``row`` (just stored here, at ``now``: read now if None) as the current
+        generation of its series."""
+        if now is None:
+            now = self.read()
         with self.lock:
             entry = self._adopt(row, now)
             self._edit(row.series_id)
             self.wakeup.notify_all()
         self.book.flush()
         return entry
-
     def _adopt(self, row: SeriesRow, now: Reading) -> Entry:
         """Under lock: make the entry for ``row`` current; refusals are logged once."""
         entry = self.entries.get(row.series_id)
@@ -184,11 +196,11 @@ class SeriesDriver:
                 # floor below ``created`` (an older pysched's prune) must not reach them.
                 last_fire = row.created
             series = Series(row.series_id, spec.trigger, now, last_fire=last_fire,
-                            timeline="wall", **spec.policies._asdict())
+                            timeline="wall", **spec.policies.as_dict())
         except (BadRow, UnknownTask, ValueError, TypeError, OverflowError) as exc:
             log.error("durable series %r generation %r refused: %s", row.series_id,
                       row.generation, exc)
-            self.counts["series_refused"] += 1
+            self.counts.add("series_refused")
             return Entry(row.generation, None, None, [], {}, row, refused=True)
         return Entry(row.generation, series, fn, args, kwargs, row)
 
@@ -213,16 +225,11 @@ class SeriesDriver:
 
     # -- deciding and running ---------------------------------------------------------------
 
-    def tick(self) -> bool:
-        """Start the fire times due now, each on a worker; False if the clocks failed
-        (logged; nothing was decided, so look again later)."""
+    def tick(self) -> None:
+        """Start the fire times due now, each on a worker."""
         # Only the series thread wakes the book, so a reading taken before the lock
         # is still the newest it sees.
-        try:
-            woke = self.checked_read()
-        except Exception:
-            log.exception("durable series: reading the clocks failed; trying again later")
-            return False
+        woke = self.read()
         with self.lock:
             starts = self.book.wake(woke)
             entries = [self.entries[str(series.series_id)] for series, _ in starts]
@@ -237,7 +244,6 @@ class SeriesDriver:
             if isinstance(handle, Future):  # cancelled unstarted when the pool closes
                 handle.add_done_callback(partial(self._if_cancelled, series, fire.fire_time,
                                                  woke))
-        return True
 
     def _if_cancelled(self, series: Series, fire_time: float, woke: Reading,
                       done: Future[Any]) -> None:
@@ -245,99 +251,78 @@ class SeriesDriver:
             self.hub.emit([self._not_started(series, fire_time, woke)])
 
     def _not_started(self, series: Series, fire_time: float, woke: Reading) -> Event:
-        """The event for a fire time decided (at ``woke``) but not started when its series
-        ended; its lateness is from ``woke`` if the clocks fail now."""
-        try:
-            now = self.checked_read()
-        except Exception:
-            now = woke
+        """The event for a fire time decided at ``woke`` but not started when its series
+        ended (its lateness as of that decision: no clock is read here)."""
         with self.lock:
             current = self.entries.get(str(series.series_id))
             replaced = current is not None and current.series is not series
         replaced = replaced or series.stop_reason == REPLACED
         reason = CLOSED if self.closing else REPLACED if replaced else CANCELLED_REASON
-        return Event(series.series_id, SKIPPED, reason, fire_time, now.wall - fire_time, 1,
+        return Event(series.series_id, SKIPPED, reason, fire_time, woke.wall - fire_time, 1,
                      fire_time, "wall")
-
-    def checked_read(self) -> Reading:
-        """Both clocks; the error of a clock that raises or gives no finite number."""
-        now = self.read()
-        return Reading(check_time(now.wall, "wall_clock()"), check_time(now.mono, "clock()"))
 
     def _run(self, entry: Entry, series: Series, fire_time: float, woke: Reading) -> None:
         """Worker: claim one fire time of ``series`` and, if the claim is ours, run it.
 
-        ``woke`` is the reading the fire time was decided at. The clocks are user
-        code, read outside the lock: one that fails fails this run only (its
-        series goes on or stops by ``on_error``), and the series is always freed.
+        ``woke`` is the reading the fire time was decided at. The series is always
+        freed: a clock reading that fails here fails this run (the clocks' rule), and
+        the series goes on or stops by ``on_error``.
         """
+        at, asked = woke, False  # the newest good reading; whether begin() was asked
         try:
-            begun: Reading | None = self.checked_read()
-        except Exception:
-            log.exception("durable series %r: reading the clocks to start fire time %r failed",
-                          series.series_id, fire_time)
-            begun = None
-        with self.lock:
-            stopped = series.stopped
-            if stopped or begun is None:
-                go = False
-                if not stopped:  # the run decided by wake ends here, failed
-                    self.book.finished(series, woke, failed=True)
-            else:
-                go = self.book.begin(series, begun)
-        self.book.flush()
-        if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
-            self.hub.emit([self._not_started(series, fire_time, woke)])
-        if begun is None and not stopped:
-            self._count("series_failed")
-            self._stop_if_failed(entry, series)
-        if not go:
-            return
-        assert begun is not None
-        claim: FireClaim | None = None
-        failed = False
-        try:
-            sent = self.clock()
-            claim = self.table.claim(entry.row.series_id, entry.generation, fire_time, self.owner,
-                                     self.lease)
-        except Exception:
-            log.exception("durable series %r: claiming fire time %r failed", series.series_id,
-                          fire_time)
-            self._count("series_store_errors")
-        try:
-            if claim is None:
-                self._count("series_fires_elsewhere")
-            else:
-                self._count("series_fires")
-                failed = self._call(entry, claim, self._hold(entry, claim, sent))
-        finally:
-            try:
-                ended = self.checked_read()
-            except Exception:
-                log.exception("durable series %r: reading the clocks as fire time %r ended"
-                              " failed", series.series_id, fire_time)
-                ended, failed = begun, True
-                self._count("series_failed")
+            at = self.read()
             with self.lock:
-                self.book.finished(series, ended, failed)
+                asked = True
+                stopped = series.stopped
+                go = not stopped and self.book.begin(series, at)
             self.book.flush()
-        if failed:
-            self._stop_if_failed(entry, series)
-
-    def _stop_if_failed(self, entry: Entry, series: Series) -> None:
-        """After a failed run: on_error="stop" ended ``series``, so it ends in every process."""
-        if series.stopped:
+            if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
+                self.hub.emit([self._not_started(series, fire_time, woke)])
+            if not go:
+                return
+            failed = self._claim_and_call(entry, fire_time, at)
+            at = self.read()
+        except Exception:
+            log.exception("durable series %r fire time %r: reading the clocks failed; the run"
+                          " fails", series.series_id, fire_time)
+            self.counts.add("series_failed")
+            failed = True
+            if not asked and series.stopped:  # ended while it waited: the book owes it nothing
+                self.hub.emit([self._not_started(series, fire_time, woke)])
+                return
+        with self.lock:
+            self.book.finished(series, at, failed)
+        self.book.flush()
+        if failed and series.stopped:  # on_error="stop": it ends in every process
             self._guarded(partial(self.table.set_state, entry.row.series_id, entry.generation,
                                   CANCELLED), "stopping a failed series")
+
+    def _claim_and_call(self, entry: Entry, fire_time: float, begun: Reading) -> bool:
+        """Claim the fire time in the store (its statement sent after ``begun``) and run it
+        if the claim is ours; True if the run failed."""
+        row = entry.row
+        try:
+            claim = self.table.claim(row.series_id, entry.generation, fire_time, self.owner,
+                                     self.lease)
+        except Exception:
+            log.exception("durable series %r: claiming fire time %r failed", row.series_id,
+                          fire_time)
+            self.counts.add("series_store_errors")
+            claim = None
+        if claim is None:
+            self.counts.add("series_fires_elsewhere")
+            return False
+        self.counts.add("series_fires")
+        return self._call(entry, claim, self._hold(entry, claim, begun.mono))
 
     def rerun_expired(self) -> None:
         """Take over the fire times whose process died mid-run, and run each again."""
         with self.lock:
             ours = {i: e for i, e in self.entries.items() if e.fn is not None}
-            held = set(self.inflight)  # running here after a stall: late, not dead
+        held = self._claims.tokens()  # running here after a stall: late, not dead
         sent = self.clock()
         for claim in self.table.reclaim(self.owner, self.lease, ours, held):
-            self._count("series_reruns")
+            self.counts.add("series_reruns")
             entry = ours[claim.series_id]
             log.warning("durable series %r: fire time %r runs again (attempt %d): its lease"
                         " expired", claim.series_id, claim.fire_time, claim.attempts)
@@ -346,88 +331,69 @@ class SeriesDriver:
                 handle = self.start(partial(self._call, entry, claim, running),
                                     entry.row.priority)
             except Exception:
-                self._drop(running)  # the pool is closed: the lease is left to expire
+                self._claims.release(running.token)  # the pool is closed: left to expire
                 raise
             if isinstance(handle, Future):  # cancelled unstarted when the pool closes
-                handle.add_done_callback(partial(self._drop_if_cancelled, running))
+                handle.add_done_callback(partial(self._release_if_cancelled, running))
 
     def _hold(self, entry: Entry, claim: FireClaim, sent: float) -> RunningTask:
-        """Track ``claim`` (its statement sent at ``sent``) as in flight here: renewed by
-        the heartbeat, trusted until ``live_until(sent)``."""
-        running = RunningTask(self.scheduler, Claim(
+        """Hold ``claim`` (its statement sent at ``sent``) in flight here: renewed by the
+        heartbeat, trusted until ``live_until(sent)``."""
+        running = RunningTask(Claim(
             claim.series_id, claim.generation, claim.fire_time, entry.row.priority,
             entry.row.ref, entry.row.args, claim.attempts, claim.token, 1),
             self.live_until(sent))
-        with self.lock:
-            self.inflight[claim.token] = running
+        self._claims.hold(running)
         return running
 
-    def _drop(self, running: RunningTask) -> None:
-        with self.lock:
-            self.inflight.pop(running.token, None)
-
-    def _drop_if_cancelled(self, running: RunningTask, done: Future[Any]) -> None:
+    def _release_if_cancelled(self, running: RunningTask, done: Future[Any]) -> None:
         if done.cancelled():
-            self._drop(running)
+            self._claims.release(running.token)
 
     def heartbeat(self) -> None:
         """Renew the leases of the fire times claimed here; move their local deadlines,
         flag the ones lost (not started: never started; running: told by ``lease_lost``)."""
-        with self.lock:
-            runs = [run for run in self.inflight.values() if not run.lease_lost]
-        if not runs:
-            return
-        _, lost = renew(runs, partial(self.table.heartbeat, self.owner, self.lease), self.clock,
-                        self.live_until, self.lock, self.inflight)
-        self._count("series_leases_lost", len(lost))
+        _, lost = self._claims.renew(partial(self.table.heartbeat, self.owner, self.lease),
+                                     self.clock, self.live_until)
+        self.counts.add("series_leases_lost", len(lost))
         for run in lost:
             log.warning("durable series %r: the lease of fire time %r was lost (this process"
                         " was paused or starved for longer than the lease?); another process"
                         " may run it again", run.task_id, run.run_at)
 
     def _call(self, entry: Entry, claim: FireClaim, running: RunningTask) -> bool:
-        """Run the claimed fire time and record its end if its lease is provably live
-        now (else leave the lease to expire); True if it raised."""
+        """Run the claimed fire time if its lease is provably live now (else leave the
+        lease to expire) and record its end; True if it failed: it raised, or the clock
+        could not be read to check the lease (the clocks' rule)."""
         assert entry.fn is not None
-        if not lease_live(running, self.clock()):
-            self._drop(running)
-            log.warning("durable series %r: fire time %r not started, its lease could not be"
-                        " shown live (claimed or renewed too long ago); left to expire for"
-                        " another run", claim.series_id, claim.fire_time)
-            self._count("series_lease_lapsed")
-            return False
-        failed = True
+        failed, started = True, True
         try:
-            with _local.running(running):
+            if not lease_live(running, self.clock()):
+                started = False
+                log.warning("durable series %r: fire time %r not started, its lease could not"
+                            " be shown live (claimed or renewed too long ago); left to expire"
+                            " for another run", claim.series_id, claim.fire_time)
+                self.counts.add("series_lease_lapsed")
+                return False
+            with _local.running(running, self.scheduler):
                 entry.fn(*entry.args, **entry.kwargs)
             failed = False
         except Exception as exc:  # noqa: BLE001 - the series' on_error decides
             log.error("durable series %r fire time %r failed:\n%s", claim.series_id,
                       claim.fire_time, "".join(traceback.format_exception(exc)))
-            self._count("series_failed")
+            self.counts.add("series_failed")
         finally:
-            with self.lock:
-                del self.inflight[claim.token]
-            # While the store is away the lease expires and another process re-runs it.
-            self._guarded(lambda: self._finish(claim, failed), "recording a fire time")
+            self._claims.release(claim.token)
+            if started:  # while the store is away the lease expires and another re-runs it
+                self._guarded(lambda: self._finish(claim, failed), "recording a fire time")
         return failed
 
     def _finish(self, claim: FireClaim, failed: bool) -> None:
         if not self.table.finish(claim, failed):
-            self._count("series_not_recorded")  # its lease expired: another process took it
-
-    def _count(self, name: str, n: int = 1) -> None:
-        with self.lock:
-            self.counts[name] += n
+            self.counts.add("series_not_recorded")  # its lease expired: another took it
 
     def _guarded(self, action: Callable[[], object], what: str) -> bool:
-        try:
-            action()
-        except Exception:
-            log.exception("durable series: %s failed", what)
-            self._count("series_store_errors")
-            return False
-        return True
+        return guarded(action, what, self.counts, "series_store_errors", "durable series")
 
     def chores(self) -> None:
         """One round of the store chores, each guarded: re-read, re-run the expired, renew."""
@@ -438,34 +404,44 @@ class SeriesDriver:
     def prune(self) -> None:
         """Forget the claims of fire times older than ``retention`` (None: keep them)."""
         if self.retention is not None:
-            pruned = self.table.prune(self.retention)
-            self._count("series_pruned", pruned)
+            self.counts.add("series_pruned", self.table.prune(self.retention))
 
-    def loop(self, closing: threading.Event, poll: float, clock: Callable[[], float],
-             prune_every: float) -> None:
+    def loop(self, closing: Callable[[float], bool], poll: float, prune_every: float) -> None:
         """The series thread: chores every ``poll`` seconds, pruning every ``prune_every``,
-        fire times when due. A clock reading that raises ends only its round: the thread
-        logs it and tries again after ``poll``, so the series here never stop firing."""
+        fire times when due, until ``closing(seconds)`` (a sleep cut short when the
+        scheduler closes) says it is closing. A round that raises (a failing clock
+        reading: the clocks' rule) ends there, logged, and the next begins after
+        ``poll``, so the series here never stop firing."""
         next_chores = next_prune = float("-inf")  # both due at the first round
-        while not closing.is_set():
+        while not closing(0):
             try:
-                now = clock()
+                now = self.clock()
                 if now >= next_chores:
                     self.chores()
-                    next_chores = clock() + poll
+                    next_chores = self.clock() + poll
                 if now >= next_prune:
                     self._guarded(self.prune, "pruning old fire times")
-                    next_prune = clock() + prune_every
-                ticked = self.tick()
+                    next_prune = self.clock() + prune_every
+                self.tick()
                 with self.lock:
-                    wake = self.book.next_wake() if ticked else None  # failed: next chores
+                    wake = self.book.next_wake()
                     until = next_chores if wake is None else min(wake, next_chores)
-                    if not closing.is_set():
-                        self.wakeup.wait(max(0.0, until - clock()))
+                    if not closing(0):
+                        left = until - self.clock()
+                        self.wakeup.wait(max(0.0, min(left, threading.TIMEOUT_MAX)))
             except Exception:
-                log.exception("durable series: reading the clock failed; trying again in"
-                              " %.2f s", poll)
-                closing.wait(poll)
+                log.exception("durable series: a round failed; trying again in %.2f s", poll)
+                closing(poll)
+
+    def wake(self) -> None:
+        """Wake the series thread: a series changed here."""
+        with self.lock:
+            self.wakeup.notify_all()
+
+    def owner_of(self, entry: Entry, series: Series) -> StoredSeries:
+        """What the handle of ``entry``'s generation acts on, ``series`` being the one
+        computed here for it (the book's, or one only to look ahead with)."""
+        return StoredSeries(self, entry.row.series_id, entry.generation, series)
 
     def close(self) -> None:
         """End every series here (events say "closed"); the store keeps them."""
@@ -480,98 +456,80 @@ class SeriesDriver:
         self.hub.emit(events)
 
 
-class DurableSeriesHandle:
+class StoredSeries:
+    """One stored generation of a series, as its ``SeriesHandle`` acts on it here
+    (``pysched.calendar.handle.SeriesOwner``); the store was written first.
+
+    ``series`` is the one this process computes for the generation: the book's
+    if it runs it here, else one only to look ahead with. ``get``, ``pause`` and
+    ``resume`` run under the driver's lock (the handle's); ``cancel`` takes it.
+    """
+
+    __slots__ = ("_driver", "_generation", "_series", "_series_id")
+
+    def __init__(self, driver: SeriesDriver, series_id: str, generation: int,
+                 series: Series) -> None:
+        self._driver = driver
+        self._series_id = series_id
+        self._generation = generation
+        self._series = series
+
+    def _current(self) -> bool:
+        entry = self._driver.entries.get(self._series_id)
+        return entry is not None and entry.generation == self._generation
+
+    def _in_book(self) -> bool:
+        return self._driver.book.get(self._series_id) is self._series
+
+    def get(self, series_id: Hashable) -> Series | None:
+        return self._series if self._current() else None
+
+    def pause(self, series_id: Hashable) -> None:
+        if self._in_book():
+            self._driver.book.pause(series_id)
+        else:
+            self._series.pause()
+
+    def resume(self, series_id: Hashable, now: Reading) -> None:
+        if self._in_book():
+            self._driver.book.resume(series_id, now)
+        else:
+            self._series.resume(now)
+
+    def cancel(self, series: Series) -> bool:
+        driver = self._driver
+        with driver.lock:
+            if self._in_book():
+                driver.book.cancel(self._series_id)
+            if self._current():
+                del driver.entries[self._series_id]
+        return True  # the store cancelled it: here it is at an end whatever it was
+
+    def flush(self) -> None:
+        self._driver.book.flush()
+
+
+class DurableSeriesHandle(SeriesHandle):
     """What ``DurableScheduler.schedule_recurring`` returns: one stored generation of a series.
 
     ``pause``, ``resume`` and ``cancel`` write the store (every process
     follows within its ``poll_interval``) and act here at once. Once the
     series is replaced by id (here or elsewhere) or ended, they do nothing and
     ``cancel`` returns False; once the scheduler is closed they raise
-    SchedulerClosed.
+    SchedulerClosed. ``next_fire_times(n)`` are those this process computes
+    for the generation.
     """
 
-    __slots__ = ("series_id", "generation", "_driver", "_trigger_series", "_gate")
+    __slots__ = ("generation",)
 
-    def __init__(self, driver: SeriesDriver, entry: Entry, trigger_series: Series,
+    def __init__(self, driver: SeriesDriver, entry: Entry, series: Series,
                  gate: StoreGate) -> None:
-        self.series_id = entry.row.series_id
+        # Its scheduler's gate: the store writes, refused once the scheduler is closed.
+        set_state = partial(driver.table.set_state, entry.row.series_id, entry.generation)
+        super().__init__(driver.owner_of(entry, series), series, read=driver.read,
+                         lock=driver.lock, notify=driver.wake,
+                         write=lambda state: gate.call(partial(set_state, state)))
         self.generation = entry.generation
-        self._driver = driver
-        self._gate = gate  # its scheduler's: the store writes, refused once it is closed
-        # The series as computed here: the one the book runs, or one only to look ahead with.
-        self._trigger_series = trigger_series
 
     def __repr__(self) -> str:
         return f"<DurableSeriesHandle {self.series_id!r} generation {self.generation}>"
-
-    def _local(self) -> Series | None:
-        entry = self._driver.entries.get(self.series_id)
-        if entry is None or entry.generation != self.generation or entry.series is None:
-            return None
-        series = entry.series
-        return series if self._driver.book.get(self.series_id) is series else None
-
-    def _ended(self) -> bool:
-        entry = self._driver.entries.get(self.series_id)
-        return (entry is None or entry.generation != self.generation
-                or self._trigger_series.stopped)
-
-    @property
-    def cancelled(self) -> bool:
-        """True once this generation was cancelled, replaced or stopped, as seen here."""
-        with self._driver.lock:
-            return self._ended()
-
-    @property
-    def paused(self) -> bool:
-        """True while paused, as seen here."""
-        with self._driver.lock:
-            return self._trigger_series.paused
-
-    def next_fire_times(self, n: int) -> list[datetime]:
-        """The next ``n`` fire times not yet handled here, in the trigger's zone."""
-        with self._driver.lock:
-            if self._ended():
-                return []
-            fires = self._trigger_series.next_fire_times(n)
-        return fire_datetimes(self._trigger_series, fires, self._driver.checked_read())
-
-    def pause(self) -> None:
-        """Start no more runs of it in any process until ``resume``."""
-        if self._set_state(PAUSED):
-            with self._driver.lock:
-                if self._local() is not None and not self._trigger_series.paused:
-                    self._driver.book.pause(self.series_id)
-                elif self._local() is None:
-                    self._trigger_series.pause()
-            self._driver.book.flush()
-
-    def resume(self) -> None:
-        """Resume; fire times that came due while paused are skipped, with events."""
-        if self._set_state(ACTIVE):
-            now = self._driver.checked_read()
-            with self._driver.lock:
-                if self._local() is not None and self._trigger_series.paused:
-                    self._driver.book.resume(self.series_id, now)
-                elif self._local() is None:
-                    self._trigger_series.resume(now)
-                self._driver.wakeup.notify_all()
-            self._driver.book.flush()
-
-    def cancel(self) -> bool:
-        """End the series in every process; False if it had already ended or been replaced."""
-        if not self._set_state(CANCELLED):
-            return False
-        with self._driver.lock:
-            if self._local() is not None:
-                self._driver.book.cancel(self.series_id)
-            entry = self._driver.entries.get(self.series_id)
-            if entry is not None and entry.generation == self.generation:
-                del self._driver.entries[self.series_id]
-            self._driver.wakeup.notify_all()
-        self._driver.book.flush()
-        return True
-
-    def _set_state(self, state: str) -> bool:
-        return self._gate.call(partial(self._driver.table.set_state, self.series_id,
-                                       self.generation, state))

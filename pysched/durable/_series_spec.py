@@ -10,6 +10,7 @@ row raises ``BadRow`` naming what is wrong.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
@@ -37,7 +38,8 @@ SPEC_FORMAT = 1
 MIN_PERIOD = 0.001
 
 
-class Policies(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class Policies:
     """The ``Series`` keyword arguments a durable series stores."""
 
     misfire_grace: float | None
@@ -45,6 +47,13 @@ class Policies(NamedTuple):
     overlap: str
     on_error: str
     max_catch_up: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The policies as ``Series`` keyword arguments."""
+        return dataclasses.asdict(self)
+
+
+_POLICY_NAMES = tuple(field.name for field in dataclasses.fields(Policies))
 
 
 class SeriesSpec(NamedTuple):
@@ -81,7 +90,7 @@ def encode_spec(trigger: Cron | Every, policies: Policies, created: float) -> st
         data = {"kind": "every", "seconds": trigger.seconds, "start": start}
     else:
         raise TypeError(f"trigger must be a Cron or an Every, not {type(trigger).__name__}")
-    data.update(policies._asdict(), fmt=SPEC_FORMAT)
+    data.update(policies.as_dict(), fmt=SPEC_FORMAT)
     return json.dumps(data, allow_nan=False, separators=(",", ":"))
 
 
@@ -105,7 +114,7 @@ def decode_spec(text: Any) -> SeriesSpec:
                 data["start"], timezone.utc)))
         else:
             raise BadRow(f"spec kind {kind!r} is neither 'cron' nor 'every'")
-        policies = Policies(**{name: data[name] for name in Policies._fields})
+        policies = Policies(**{name: data[name] for name in _POLICY_NAMES})
     except BadRow:
         raise
     except (ValueError, TypeError, KeyError, OverflowError, OSError) as exc:

@@ -1,5 +1,5 @@
-"""Helpers shared by the SQL stores: checked table names, the reads both write the same
-way, and per-thread connections.
+"""Helpers shared by the SQL stores: checked and quoted table names, rows as records, and
+per-thread connections.
 
 Each thread gets its own connection, opened on first use, so a claim on
 the dispatcher's connection never waits behind a finish on a worker's; the
@@ -14,18 +14,13 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from .listing_sql import listing_index_statements
 from .records import Row
 
 C = TypeVar("C")
 
-COLUMNS = ("task_id, version, state, run_at, priority, ref, args, attempts, seq, fmt, error, "
-           "lease_owner, lease_token, lease_expires, queue, updated_at")
-
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
-__all__ = ["COLUMNS", "ThreadConnections", "check_table", "count_states", "index_statements",
-           "read_row", "rows_of"]
+__all__ = ["ThreadConnections", "check_table", "quote", "rows_of"]
 
 
 def check_table(name: Any) -> str:
@@ -35,32 +30,9 @@ def check_table(name: Any) -> str:
     return name
 
 
-def index_statements(t: str) -> list[str]:
-    """The indexes of table ``t``, in SQL that SQLite and PostgreSQL both accept.
-
-    Partial indexes hold only the rows each scan wants, so finished history
-    costs the claim, the lease expiry scan and the heartbeat nothing.
-    """
-    return [f"CREATE INDEX IF NOT EXISTS {t}_due ON {t} (run_at, priority DESC, seq)"
-            " WHERE state = 'pending'",  # the claim's scan, in claim order
-            f"CREATE INDEX IF NOT EXISTS {t}_lease ON {t} (lease_expires)"
-            " WHERE lease_expires IS NOT NULL",
-            f"CREATE INDEX IF NOT EXISTS {t}_owner ON {t} (lease_owner)"
-            " WHERE lease_owner IS NOT NULL",
-            *listing_index_statements(t)]  # the pages of the read layer (listing.py)
-
-
-def read_row(db: Any, table: str, task_id: str, mark: str) -> dict[str, Any] | None:
-    """Every column of ``task_id``'s row in ``table`` as a dict, or None; ``mark`` is the
-    driver's parameter marker (``?`` or ``%s``)."""
-    row = db.execute(f"SELECT {COLUMNS} FROM {table} WHERE task_id = {mark}",
-                     (task_id,)).fetchone()
-    return None if row is None else dict(zip(COLUMNS.split(", "), row, strict=True))
-
-
-def count_states(db: Any, table: str) -> dict[str, int]:
-    """The number of rows of ``table`` in each state."""
-    return dict(db.execute(f"SELECT state, count(*) FROM {table} GROUP BY state").fetchall())
+def quote(name: str) -> str:
+    """``name`` as a quoted SQL identifier: a table may be named ``order`` or ``select``."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def rows_of(found: list[Any]) -> list[Row]:

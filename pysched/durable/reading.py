@@ -71,11 +71,11 @@ class _SQLiteDatabase:
             self._connect, sqlite3.Connection.close)
 
     def _connect(self) -> sqlite3.Connection:
-        from .sqlite import _text  # the store's own reading of text that is not UTF-8
+        from .sqlite import decode_text  # the store's own reading of text that is not UTF-8
 
         db = sqlite3.connect(self._uri, uri=True, timeout=10, isolation_level=None,
                              check_same_thread=False)
-        db.text_factory = _text
+        db.text_factory = decode_text
         return db
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
@@ -108,10 +108,10 @@ class _PostgresDatabase:
         self._psycopg = psycopg
         self._url = url
         self._writable = writable
-        from .postgres import _usable  # the store's check of an idle connection
+        from .postgres import usable  # the store's check of an idle connection
 
         self._conns: ThreadConnections[Any] = ThreadConnections(
-            self._connect, lambda db: db.close(), _usable)
+            self._connect, lambda db: db.close(), usable)
 
     def _connect(self) -> Any:
         options = f"-c statement_timeout={READ_TIMEOUT_MS}"

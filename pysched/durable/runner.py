@@ -8,12 +8,24 @@ superseded version (its row's version moved on) never starts, whatever a
 local heap still holds; nor does one whose cancel or replacement reached
 this process between its claim and its start.
 
-The work is split by job, each a small object over one ``Shared`` state:
-``Mirror`` (the local heap of pending rows), ``Claimer`` (a thread: claim
-due batches), ``Runs`` (the worker pool: run claims, queue outcomes),
+The work is split by job, each a small object given the collaborators it
+needs: ``Mirror`` (the local heap of pending rows), ``Claimer`` (a thread:
+claim due batches), ``Runs`` (the worker pool: run claims, queue outcomes),
 ``Outcomes`` (store them, retrying), ``Heartbeat`` (a thread: renew the
-leases in flight), ``Housekeeper`` (a thread: poll, re-read, repair) and, on
-PostgreSQL, ``Listener`` (a thread: NOTIFY). This module is the public face.
+leases in flight), ``Housekeeper`` (a thread: poll, re-read, repair), the
+``SeriesDriver`` (a thread: recurring series) and, on PostgreSQL,
+``Listener`` (a thread: NOTIFY). The state they share has one owner each,
+changed only through its own methods: ``Settings`` (frozen), ``Routing``
+(frozen), ``Clocks`` (the one boundary to the user's clocks), ``Lifecycle``,
+``Inflight`` (claims in flight, Futures), ``OutcomeQueue`` and ``Counters``.
+This module is the public face.
+
+Lock order: the ``Mirror``'s lock, then ``Inflight``'s, then ``Counters``' (each
+takes only later ones while held); a ``Wakeup``'s lock and the lifecycle's are
+leaves, and the outcome queue needs none. A store call is made under
+``Inflight``'s lock only to store new versions (see ``add_versions``); no
+thread inside a store call waits for a lock of the scheduler's. No lock is
+held across a user callable.
 
 Life cycle: open -> closing (no new schedules, no new claims, claimed runs
 not yet started are handed back to the store unrun, running ones finish) ->
@@ -25,6 +37,7 @@ with SchedulerClosed: their rows stay in the store for the next start).
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import secrets
 import socket
@@ -37,24 +50,29 @@ from typing import Any
 
 from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
-from ..calendar import Cron, Event, Every, Series, read_clocks
+from ..calendar import Cron, Event, Every, Series
 from ..calendar.events import REPLACED
 from ..pool.scheduler import check_worker_count
 from ..threadpool import ThreadPoolScheduler
 from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
-from ._futures import DurableFuture, DurableTaskFailed
+from ._clocks import Clocks
+from ._counters import COUNTERS, Counters, guarded
+from ._futures import DurableFuture, DurableTaskFailed, cancel_all
 from ._gate import StoreGate
 from ._heartbeat import Heartbeat
 from ._housekeeping import Housekeeper
+from ._inflight import Inflight
+from ._lifecycle import CLOSED, Lifecycle, Wakeup
 from ._listening import Listener
 from ._local import current_task
-from ._mirror import Mirror, cancel_all
+from ._mirror import Mirror
+from ._outcome_queue import OutcomeQueue
 from ._outcomes import Outcomes
 from ._running import Runs
 from ._series import DurableSeriesHandle, SeriesDriver
 from ._series_spec import Policies, encode_spec
-from ._shared import CLOSED, CLOSING, OPEN, Shared, log
+from ._settings import Routing, Settings
 from ._walltime import check_wall
 from .registry import REGISTRY, TaskRegistry
 from .series_table import ACTIVE, SeriesRow
@@ -78,6 +96,8 @@ MIN_PERIOD = 0.001
 # MIN_PERIOD: room for a round trip to a database across a network; a shorter lease
 # would mostly claim runs that never start, and renew them in a busy loop.
 MIN_LEASE = 0.1
+
+log = logging.getLogger("pysched.durable")
 
 
 class DurableScheduler:
@@ -159,8 +179,6 @@ class DurableScheduler:
         if owner is not None and check_key(owner, "owner") == "":
             raise ValueError("owner must be a non-empty str")
         self._owns_store = not isinstance(store, Store)
-        # The store calls of the public methods: SchedulerClosed once closed.
-        self._gate = StoreGate()
         if table is not None and (store is None or isinstance(store, Store)):
             raise ValueError("table= applies to a SQLite or PostgreSQL store opened from a path"
                              " or URL here; a Store object has its table already")
@@ -170,44 +188,70 @@ class DurableScheduler:
         if owner is not None:
             self._release_own_leases(owner, lease, beat)
         self.store.requeue_expired()
-        self.timebase = self._start_time(clock, wall_clock, max_skew)
-        s = self._s = Shared(store=self.store, owner=self.owner, registry=registry, lease=lease,
-                             beat=beat, poll=poll, resync_every=resync_every,
-                             max_skew=max_skew, cap=max_workers + prefetch, grow=grow, clock=clock,
-                             timebase=self.timebase, queues=served, retention=retention,
-                             stale_after=stale_after)
-        s.scheduler = self
-        self._mirror = Mirror(s)
+        clocks = self._clocks = Clocks(clock, wall_clock)  # every reading goes through it
+        self.timebase = self._start_time(clocks, max_skew)
+        # "_s": the settings, read by most methods here.
+        s = self._s = Settings(owner=self.owner, lease=lease, beat=beat, poll=poll,
+                               resync_every=resync_every, max_skew=max_skew,
+                               cap=max_workers + prefetch, grow=grow, retention=retention,
+                               stale_after=stale_after)
+        routing = self._routing = Routing(registry, served, claims=max_workers > 0)
+        counters = self._counters = Counters(COUNTERS)
+        lifecycle = self._lifecycle = Lifecycle(dispatching=max_workers > 0)
+        inflight = self._inflight = Inflight()
+        # The store calls of the public methods: SchedulerClosed once the store is let go.
+        self._gate = StoreGate(lifecycle)
+        queue = OutcomeQueue()
+        # What each job thread waits on; every change of the life cycle rings them all.
+        claiming, chores, self._beat = Wakeup(), Wakeup(), Wakeup()
+        for wakeup in (claiming, chores, self._beat):
+            lifecycle.on_change(wakeup.ring)
+        self._mirror = Mirror(self.store, routing, self.timebase, inflight, counters,
+                              resync_every=resync_every, clock=clocks.mono,
+                              changed=claiming.ring)
+
+        def run_ended() -> None:  # room for a claim; maybe an outcome, maybe drained
+            claiming.ring()
+            chores.ring()
+
         # The pool runs claimed versions: a ThreadPoolScheduler keyed by lease
         # token (so cancel() reaches a run's token, pysched.current_token()),
         # or any Executor the caller passes. A producer has none.
         pool: Executor | None = executor or (ThreadPoolScheduler(
             max_workers, thread_name_prefix="pysched-durable") if max_workers else None)
-        self._runs = Runs(s, pool, owns_pool=executor is None)
-        outcomes = Outcomes(s, self._mirror)
-        self._keeper = Housekeeper(s, self._mirror, outcomes, self._shut_down)
+        self._runs = Runs(pool, owns_pool=executor is None, registry=registry,
+                          timebase=self.timebase, clock=clocks.mono, lifecycle=lifecycle,
+                          inflight=inflight, outcomes=queue, counters=counters, scheduler=self,
+                          ended=run_ended)
+        outcomes = Outcomes(self.store, queue, self._mirror, counters, poll=poll)
+        self._keeper = Housekeeper(s, self.store, timebase=self.timebase, clock=clocks.mono,
+                                   lifecycle=lifecycle, inflight=inflight, queue=queue,
+                                   mirror=self._mirror, outcomes=outcomes, counters=counters,
+                                   wakeup=chores, shut_down=self._shut_down)
         self._series = SeriesDriver(
             self.store.series_table(), owner=self.owner, registry=registry,
-            served=lambda ref, queue: s.served()(ref, queue),
-            read=lambda: read_clocks(wall_clock, clock), lease=lease,
-            start=self._runs.submit, clock=clock, live_until=s.live_until, scheduler=self,
-            retention=retention)
+            served=lambda ref, queue: routing.served()(ref, queue), read=clocks.read,
+            lease=lease, start=self._runs.submit, clock=clocks.mono, live_until=s.live_until,
+            scheduler=self, retention=retention)
         for listener in listeners:  # before the series thread adopts anything
             self._series.hub.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
-        self._heartbeat = Heartbeat(s, also=self._series.heartbeat)
+        self._heartbeat = Heartbeat(s, self.store, clock=clocks.mono, lifecycle=lifecycle,
+                                    inflight=inflight, counters=counters, wakeup=self._beat,
+                                    also=self._series.heartbeat)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
-            jobs += [("claim", Claimer(s, self._mirror, self._runs).run),
-                     ("heartbeat", self._heartbeat.run),
-                     ("series", lambda: self._series.loop(s.closing, min(poll, beat), clock,
-                                                          resync_every))]
+            claimer = Claimer(s, self.store, routing=routing, mirror=self._mirror,
+                              runs=self._runs, inflight=inflight, lifecycle=lifecycle,
+                              counters=counters, clock=clocks.mono, wakeup=claiming)
+            jobs += [("claim", claimer.run), ("heartbeat", self._heartbeat.run),
+                     ("series", lambda: self._series.loop(lifecycle.wait_closing,
+                                                          min(poll, beat), resync_every))]
             if self.store.notifies:
-                jobs.append(("listen", Listener(s, self._mirror).run))
-        else:
-            s.dispatching = False  # nothing will ever claim here
+                jobs.append(("listen", Listener(self.store, self._mirror, lifecycle, counters,
+                                                poll=poll).run))
         self._threads = [threading.Thread(target=run, name=f"pysched-durable-{name}",
                                           daemon=True) for name, run in jobs]
         for thread in self._threads:
@@ -230,12 +274,11 @@ class DurableScheduler:
                         " stopped moments ago; they are left to finish or to expire in at most"
                         " %s s", owner, len(kept), 2 * beat, lease)
 
-    def _start_time(self, clock: Callable[[], float], wall_clock: Callable[[], float],
-                    max_skew: float) -> Timebase:
+    def _start_time(self, clocks: Clocks, max_skew: float) -> Timebase:
         """The time map, checked against the store's clock if it has its own."""
         reference = self.store.now() if self.store.reference_clock else None
         high_water = self.store.wall_high_water()
-        timebase = Timebase(clock, wall_clock, high_water, reference, max_skew)
+        timebase = Timebase(clocks.mono, clocks.wall, high_water, reference, max_skew)
         if timebase.clock_refused:
             log.error("this node's wall clock is %.3f s off the database's (limit %s s):"
                       " using the database's clock instead", timebase.skew, max_skew)
@@ -253,8 +296,8 @@ class DurableScheduler:
 
     @property
     def clock(self) -> Callable[[], float]:
-        """The monotonic clock that ``run_at`` is measured on."""
-        return self._s.clock
+        """The monotonic clock that ``run_at`` is measured on (each reading checked)."""
+        return self._clocks.mono
 
     def schedule(self, task_id: str, run_at: float, priority: int, fn: Callable[..., Any],
                  args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None, *,
@@ -277,7 +320,7 @@ class DurableScheduler:
         delay = check_time(delay, "delay")
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay!r}")
-        run_at = self._s.clock() + delay
+        run_at = self._clocks.mono() + delay
         check_wall(self.timebase.to_wall(run_at), "delay", delay)
         return self.schedule(task_id, run_at, priority, fn, args, kwargs, queue=queue)
 
@@ -319,24 +362,17 @@ class DurableScheduler:
             ref = self.registry.reference(fn)
             new.append(NewTask(task_id, wall, check_priority(priority), ref, args,
                                queue or self.registry.options(ref).queue))
-        s = self._s
-        futures, cancelled = [], []
-        served = s.served()
-        with s.lock:
-            self._check_open()
-            # The one store call made under the lock: otherwise the claimer
-            # could claim, run and finish a version before its Future exists.
-            versions = self.store.schedule(new)
-            for task, version in zip(new, versions, strict=True):
-                if served(task.ref, task.queue):
-                    self._mirror.put(task.task_id, version, task.run_at, task.priority)
-                else:  # another worker's: an older version here must not linger
-                    self._mirror.drop(task.task_id, version)
-                cancelled += s.supersede(task.task_id, version)
-                future = DurableFuture(self, task.task_id, version)
-                s.futures.setdefault(task.task_id, {})[version] = future
-                futures.append(future)
-            s.wake.notify()
+        self._check_open()
+
+        def write() -> list[tuple[str, int]]:
+            return list(zip([task.task_id for task in new], self.store.schedule(new),
+                            strict=True))
+
+        futures, cancelled = self._inflight.add_versions(write, self._future)
+        served = self._routing.served()
+        self._mirror.scheduled([(task.task_id, future.version, task.run_at, task.priority,
+                                 served(task.ref, task.queue))
+                                for task, future in zip(new, futures, strict=True)])
         cancel_all(cancelled)
         for task in new:  # a task id is one thing: a one-shot replaces its series
             if self._series.holds(task.task_id):
@@ -356,18 +392,8 @@ class DurableScheduler:
         series = self._gate.call(partial(self._series.end, task_id))
         if version is None:
             return series
-        s = self._s
-        with s.lock:
-            cancelled = self._mirror.cancel_local(task_id, version)
-            tokens = []
-            for running in s.inflight.values():
-                if running.task_id == task_id:
-                    running.cancel_requested = True
-                    tokens.append(running.token)
-        pool = self._runs.pool
-        if isinstance(pool, ThreadPoolScheduler):
-            for token in tokens:  # sets a running version's token; an unstarted one never starts
-                pool.cancel(token)
+        cancelled = self._mirror.cancel_local(task_id, version)
+        self._runs.cancel(self._inflight.request_cancel(task_id))
         cancel_all(cancelled)
         return True
 
@@ -378,17 +404,19 @@ class DurableScheduler:
         store write.
         """
         check_key(task_id, "task_id")
-        s = self._s
-        with s.lock:
-            self._check_open()
-            version = self.store.retry(task_id)  # under the lock, as in schedule_many
-            if version is None:
-                return None
-            future = DurableFuture(self, task_id, version)
-            s.futures.setdefault(task_id, {})[version] = future
+        self._check_open()
+
+        def write() -> list[tuple[str, int]]:
+            version = self.store.retry(task_id)
+            return [] if version is None else [(task_id, version)]
+
+        futures, _ = self._inflight.add_versions(write, self._future)
+        if not futures:
+            return None
         # Its ref and queue are in the row: a re-read puts it here if this worker serves it.
-        s.guarded(lambda: self._mirror.sync(self.store.rows([task_id])), "re-reading a retry")
-        return future
+        guarded(lambda: self._mirror.sync(self.store.rows([task_id])), "re-reading a retry",
+                self._counters)
+        return futures[0]
 
     def schedule_recurring(self, task_id: str, trigger: Cron | Every, priority: int,
                            fn: Callable[..., Any], args: Sequence[Any] = (),
@@ -417,7 +445,7 @@ class DurableScheduler:
         ref = self.registry.reference(fn)
         args_text = encode_args(args, kwargs)
         queue = self.registry.options(ref).queue if queue is None else check_key(queue, "queue")
-        now = self._series.checked_read()  # a clear error, never a nan stored
+        now = self._clocks.read()  # a failing reading raises here: nothing is stored
         # Checks every policy (naming the argument) before anything is stored.
         probe = Series(task_id, trigger, now, timeline="wall",
                        last_fire=now.wall if isinstance(trigger, Cron) else None,
@@ -430,16 +458,14 @@ class DurableScheduler:
         generation = self._gate.call(partial(self._series.table.put, task_id, spec, ref,
                                              args_text, priority, queue, now.wall))
         entry = self._series.adopt(SeriesRow(task_id, generation, ACTIVE, spec, ref, args_text,
-                                             priority, queue, now.wall, None))
+                                             priority, queue, now.wall, None), now)
         return DurableSeriesHandle(self._series, entry, entry.series or probe, self._gate)
 
     def _replace_one_shot(self, task_id: str) -> None:
         """A series of ``task_id`` replaces its pending one-shot version (a running one runs on)."""
         version = self.store.cancel(task_id)
         if version is not None:
-            with self._s.lock:
-                cancelled = self._mirror.cancel_local(task_id, version)
-            cancel_all(cancelled)
+            cancel_all(self._mirror.cancel_local(task_id, version))
 
     def add_listener(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(event)`` for each event of the recurring series decided here."""
@@ -457,14 +483,14 @@ class DurableScheduler:
     def stats(self) -> dict[str, Any]:
         """This process's view: owner, state, local pending entries, runs in flight, and
         counters (claims, re-runs, outcomes by state, re-reads, store errors, ...)."""
-        with self._s.lock:
-            count, oldest = self._s.unclaimed
-            return {"owner": self.owner, "state": self._s.state,
-                    "queues": None if self._s.queues is None else list(self._s.queues),
-                    "local_pending": len(self._mirror.entries),
-                    "inflight": len(self._s.inflight), "unclaimed": count,
-                    "oldest_unclaimed_run_at": oldest, **self._s.counts,
-                    **self._series.counts, "series_events": self._series.hub.stats()}
+        count, oldest = self._keeper.unclaimed
+        queues = self._routing.queues
+        return {"owner": self.owner, "state": self._lifecycle.state,
+                "queues": None if queues is None else list(queues),
+                "local_pending": len(self._mirror), "inflight": len(self._inflight),
+                "unclaimed": count, "oldest_unclaimed_run_at": oldest,
+                **self._counters.snapshot(), **self._series.counts.snapshot(),
+                "series_events": self._series.hub.stats()}
 
     def close(self, wait: bool = True, timeout: float | None = None) -> bool:
         """Stop claiming; hand back unstarted claims; let running versions finish.
@@ -473,36 +499,21 @@ class DurableScheduler:
         after ``timeout``); from inside one of its own tasks it never waits.
         Returns whether it is closed. Idempotent.
         """
-        s = self._s
-        with s.lock:
-            first = s.state == OPEN
-            if first:
-                s.state = CLOSING
-                s.closing.set()
-                s.wake.notify_all()
-                s.chores.notify_all()
-        if first:
+        if self._lifecycle.begin_close():
             self._series.close()  # its thread stops; its series say "closed" here
-        with s.lock:
-            if not wait or _local.inside(self):
-                return s.state == CLOSED
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while s.state != CLOSED:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                s.chores.wait(left)
-            return True
+        if not wait or _local.inside(self):
+            return self._lifecycle.state == CLOSED
+        return self._lifecycle.wait_closed(timeout)
 
     @property
     def closed(self) -> bool:
         """True once close() has finished."""
-        return self._s.state == CLOSED
+        return self._lifecycle.state == CLOSED
 
     @property
     def state(self) -> str:
         """open, closing or closed."""
-        return self._s.state
+        return self._lifecycle.state
 
     def __enter__(self) -> DurableScheduler:
         return self
@@ -513,8 +524,11 @@ class DurableScheduler:
     # -- internals -------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._s.state != OPEN:
+        if not self._lifecycle.is_open:
             raise SchedulerClosed("the durable scheduler is closed")
+
+    def _future(self, task_id: str, version: int) -> DurableFuture:
+        return DurableFuture(self._cancel_version, task_id, version)
 
     def _cancel_version(self, future: DurableFuture) -> bool:
         """``future.cancel()``: cancel its version in the store if still pending there
@@ -526,28 +540,22 @@ class DurableScheduler:
             return False
         if cancelled is None:
             return False
-        with self._s.lock:
-            self._mirror.cancel_local(future.task_id, future.version + 1)
+        self._mirror.cancel_local(future.task_id, future.version + 1)
         return Future.cancel(future)
 
     def _shut_down(self) -> None:
         """The housekeeper's last act, once drained: join the other threads, close what is
         ours, fail the Futures of versions that did not run here."""
-        s = self._s
-        with s.lock:
-            s.heart.notify_all()
+        self._beat.ring()
         for thread in self._threads:
             if thread is not threading.current_thread() and not thread.name.endswith("claim"):
                 thread.join()
         self._runs.close_pool(wait=True)
-        self._gate.close()
+        self._lifecycle.release_store()
         if self._owns_store:
             self.store.close()
-        with s.lock:
-            futures = [f for by_version in s.futures.values() for f in by_version.values()]
-            s.futures.clear()
-            s.state = CLOSED
-            s.chores.notify_all()
+        futures = self._inflight.close()
+        self._lifecycle.finish()
         for future in futures:
             if not future.done():
                 future.set_exception(SchedulerClosed(

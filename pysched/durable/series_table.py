@@ -30,6 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
+from ._sql import quote
 from .records import ATTEMPTS_LIMIT
 
 __all__ = ["ACTIVE", "CANCELLED", "PAUSED", "FireClaim", "MemorySeriesTable", "SQLSeriesTable",
@@ -295,7 +296,8 @@ class SQLSeriesTable(SeriesTable):
 
     def __init__(self, table: str, run: Run, *, now: str, pyformat: bool,
                  raw_id: str = "NULL") -> None:
-        self._s, self._f = f"{table}_series", f"{table}_fires"
+        self._s, self._f = quote(f"{table}_series"), quote(f"{table}_fires")
+        self._lease_index = quote(f"{table}_fires_lease")
         self._run = run
         self._now = now
         self._pyformat = pyformat
@@ -314,7 +316,7 @@ class SQLSeriesTable(SeriesTable):
                 " state text NOT NULL, attempts integer NOT NULL, lease_owner text,"
                 " lease_token text, lease_expires double precision,"
                 " PRIMARY KEY (series_id, generation, fire_time))",
-                f"CREATE INDEX IF NOT EXISTS {f}_lease ON {f} (lease_expires)"
+                f"CREATE INDEX IF NOT EXISTS {self._lease_index} ON {f} (lease_expires)"
                 " WHERE state = 'running'"]
 
     def _sql(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:

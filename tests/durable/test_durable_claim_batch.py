@@ -7,13 +7,15 @@ a default scheduler is claimed in batches beyond max_workers + prefetch.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 import pytest
 
 from pysched.durable import DurableScheduler, MemoryStore, NewTask
 from pysched.durable._claiming import AUTO_PREFETCH_MAX, AUTO_WAIT, Claimer
+from pysched.durable._counters import COUNTERS, Counters
+from pysched.durable._inflight import Inflight
+from pysched.durable._lifecycle import Lifecycle, Wakeup
+from pysched.durable._settings import Settings
+from pysched.durable.store import Claim
 
 import support.durable as h
 
@@ -26,46 +28,64 @@ class Clock:
         return self.now
 
 
-def claimer(grow: int, lease: float = 30.0) -> tuple[Claimer, Any, Clock]:
+class Claims:
+    """The claimer's view of this worker: how many it claimed, how many are in flight."""
+
+    def __init__(self) -> None:
+        self.counters = Counters(COUNTERS)
+        self.inflight = Inflight()
+
+
+def claimer(grow: int, lease: float = 30.0) -> tuple[Claimer, Claims, Clock]:
     clock = Clock()
-    shared = SimpleNamespace(grow=grow, lease=lease, poll=1.0, clock=clock,
-                             counts={"claimed": 0}, inflight={})
-    return Claimer(shared, None, None), shared, clock  # type: ignore[arg-type]
+    claims = Claims()
+    settings = Settings(owner="me", lease=lease, beat=lease / 3, poll=1.0, resync_every=30.0,
+                        max_skew=5.0, cap=4, grow=grow, retention=None, stale_after=300.0)
+    c = Claimer(settings, MemoryStore(), routing=None, mirror=None, runs=None,  # type: ignore[arg-type]
+                inflight=claims.inflight, lifecycle=Lifecycle(dispatching=True),
+                counters=claims.counters, clock=clock, wakeup=Wakeup())
+    return c, claims, clock
 
 
-def finish(shared: Any, clock: Clock, n: int, seconds: float) -> None:
-    shared.counts["claimed"] += n
+def finish(claims: Claims, clock: Clock, n: int, seconds: float) -> None:
+    claims.counters.add("claimed", n)
     clock.now += seconds
 
 
+def hold(claims: Claims, n: int) -> None:
+    """``n`` claims in flight: claimed, not finished."""
+    claims.inflight.claimed([Claim(f"t{i}", 1, 0.0, 0, "note", "", 1, f"token{i}", 1)
+                             for i in range(n)], live_until=float("inf"))
+
+
 def test_the_batch_grows_with_the_rate_claims_are_finished_and_shrinks_when_it_falls() -> None:
-    c, shared, clock = claimer(AUTO_PREFETCH_MAX)
-    assert c._growth() == 0  # no rate measured yet
-    finish(shared, clock, 100, AUTO_WAIT)  # 1,000 a second: averaged with 0
-    assert c._growth() == int(500 * AUTO_WAIT)
-    finish(shared, clock, 100, AUTO_WAIT)
-    assert c._growth() == int(750 * AUTO_WAIT)
-    shared.inflight = dict.fromkeys(range(40))  # claimed, not finished: not counted
-    finish(shared, clock, 40, AUTO_WAIT)
-    assert c._growth() == int(375 * AUTO_WAIT)
+    c, claims, clock = claimer(AUTO_PREFETCH_MAX)
+    assert c._growth(clock.now) == 0  # no rate measured yet
+    finish(claims, clock, 100, AUTO_WAIT)  # 1,000 a second: averaged with 0
+    assert c._growth(clock.now) == int(500 * AUTO_WAIT)
+    finish(claims, clock, 100, AUTO_WAIT)
+    assert c._growth(clock.now) == int(750 * AUTO_WAIT)
+    hold(claims, 40)  # claimed, not finished: not counted
+    finish(claims, clock, 40, AUTO_WAIT)
+    assert c._growth(clock.now) == int(375 * AUTO_WAIT)
     clock.now += AUTO_WAIT / 2  # too soon to measure again: the same answer
-    assert c._growth() == int(375 * AUTO_WAIT)
+    assert c._growth(clock.now) == int(375 * AUTO_WAIT)
     for _ in range(20):  # long tasks: nothing finishes, the batch falls back
         clock.now += 1.0
-        c._growth()
-    assert c._growth() == 0
+        c._growth(clock.now)
+    assert c._growth(clock.now) == 0
 
 
 def test_growth_is_bounded_by_grow_and_by_the_lease() -> None:
-    c, shared, clock = claimer(10)
-    finish(shared, clock, 10_000, AUTO_WAIT)
-    assert c._growth() == 10
-    c, shared, clock = claimer(AUTO_PREFETCH_MAX, lease=0.2)  # a tenth of it: 0.02 s
-    finish(shared, clock, 200, AUTO_WAIT)  # 2,000 a second, averaged with 0
-    assert c._growth() == int(1000 * 0.02)
-    c, shared, clock = claimer(0)  # a prefetch was given: never grows
-    finish(shared, clock, 10_000, AUTO_WAIT)
-    assert c._growth() == 0
+    c, claims, clock = claimer(10)
+    finish(claims, clock, 10_000, AUTO_WAIT)
+    assert c._growth(clock.now) == 10
+    c, claims, clock = claimer(AUTO_PREFETCH_MAX, lease=0.2)  # a tenth of it: 0.02 s
+    finish(claims, clock, 200, AUTO_WAIT)  # 2,000 a second, averaged with 0
+    assert c._growth(clock.now) == int(1000 * 0.02)
+    c, claims, clock = claimer(0)  # a prefetch was given: never grows
+    finish(claims, clock, 10_000, AUTO_WAIT)
+    assert c._growth(clock.now) == 0
 
 
 @pytest.mark.parametrize(("prefetch", "grows"), [(None, True), (2, False)])

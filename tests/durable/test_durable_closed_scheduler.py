@@ -50,6 +50,9 @@ HANDLE: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "cancelled": (lambda r: r.cancelled, True),
     "paused": (lambda r: r.paused, False),
     "next_fire_times": (lambda r: r.next_fire_times(3), []),
+    # A SeriesHandle's: the series' id, and no Future (a durable series' runs have theirs).
+    "task_id": (lambda r: r.task_id, "r"),
+    "future": (lambda r: r.future, None),
 }
 # Public names that are not calls on the scheduler's state: the objects it was built with.
 ATTRIBUTES = {"store", "owner", "registry", "timebase", "series_id", "generation"}

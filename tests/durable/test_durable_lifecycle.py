@@ -62,14 +62,14 @@ def fires_after(count: int) -> bool:
 
 
 CLOSED_FROM_A_SERIES: list[tuple[bool, bool, bool]] = []
+CLOSING: list[DurableScheduler] = []  # the scheduler series_close closes
 
 
 @durable.task(name="lifecycle-series-close")
 def series_close() -> None:
     """A series run that closes its own scheduler three ways; none may wait for itself."""
-    running = durable.current_task()
-    assert running is not None
-    sched = running._scheduler
+    assert durable.current_task() is not None
+    sched = CLOSING[0]
     CLOSED_FROM_A_SERIES.append((sched.close(), sched.close(timeout=HANG_GUARD),
                                  sched.close(wait=False)))
     with SERIES_FIRED:
@@ -378,6 +378,7 @@ def test_close_from_a_series_run_and_from_two_threads_at_once(
     and a close() after that returns True too."""
     CLOSED_FROM_A_SERIES.clear()
     s = make()
+    CLOSING[:] = [s]
     s.schedule_recurring("closer", Every(0.05), 0, series_close)
     with SERIES_FIRED:
         assert SERIES_FIRED.wait_for(lambda: CLOSED_FROM_A_SERIES, HANG_GUARD)

@@ -146,19 +146,19 @@ def test_a_write_aborted_to_break_a_lock_cycle_is_tried_again(
     import psycopg
 
     store = PostgresStore(pg["url"], table=pg["table"])
-    lock_in_order = store._lock_in_order
+    lock_rows = store._lock_rows
     aborted: list[str] = []
 
-    def aborting(db: Any, where: str, args: Any) -> None:
-        lock_in_order(db, where, args)  # the transaction holds locks when it is aborted
+    def aborting(db: Any, name: str, params: Any) -> None:
+        lock_rows(db, name, params)  # the transaction holds locks when it is aborted
         if len(aborted) < errors:
-            aborted.append(where)
+            aborted.append(name)
             raise psycopg.errors.DeadlockDetected("deadlock detected")
 
     try:
         store.schedule([NewTask(i, 100.0, 0, "note", ARGS) for i in ("a", "b")])
         claims = store.claim(1e9, 2, "w", 3600.0)
-        store._lock_in_order = aborting  # type: ignore[method-assign]
+        store._lock_rows = aborting  # type: ignore[method-assign]
         assert sorted(store.heartbeat("w", 3600.0, [c.token for c in claims])) == \
             sorted(c.token for c in claims)
         del aborted[:]
@@ -177,11 +177,11 @@ def test_a_write_aborted_every_time_raises(pg: dict[str, Any]) -> None:
 
     store = PostgresStore(pg["url"], table=pg["table"])
 
-    def aborting(db: Any, where: str, args: Any) -> None:
+    def aborting(db: Any, name: str, params: Any) -> None:
         raise psycopg.errors.DeadlockDetected("deadlock detected")
 
     try:
-        store._lock_in_order = aborting  # type: ignore[method-assign]
+        store._lock_rows = aborting  # type: ignore[method-assign]
         with pytest.raises(psycopg.errors.DeadlockDetected):
             store.heartbeat("w", 3600.0)
     finally:

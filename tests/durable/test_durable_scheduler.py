@@ -149,7 +149,7 @@ def test_close_keeps_pending_rows_and_fails_their_futures(make: Any) -> None:
 
 
 def test_close_from_inside_a_task_does_not_deadlock(make: Any) -> None:
-    s = make()
+    s = h.SCHEDULERS["done"] = make()
     assert s.schedule("a", s.clock(), 0, h.close_self, args=["done"]).result(30) == "done"
     h.wait_for(lambda: s.closed, what="close to finish")
 

@@ -39,10 +39,9 @@ ALLOWED = {
 # A named tuple's documented API, spelled with an underscore so as not to clash with fields.
 NAMEDTUPLE_API = {"_asdict", "_field_defaults", "_fields", "_make", "_replace"}
 
-# Parts checked one by one; durable/ is being cleaned to this rule separately.
+# Parts checked one by one, so that a failure names the part.
 PARTS = sorted({p.relative_to(PACKAGE).parts[0] for p in PACKAGE.glob("*/__init__.py")}
                | {"(top level)"})
-NOT_YET = {"durable": "durable/ is being brought to this rule in its own change"}
 
 
 def _private(name: str) -> bool:
@@ -151,11 +150,7 @@ def test_every_module_is_in_a_part() -> None:
     assert {part_of(p) for p in PACKAGE.rglob("*.py")} <= set(PARTS)
 
 
-@pytest.mark.parametrize("part", [
-    pytest.param(part, marks=pytest.mark.xfail(reason=NOT_YET[part], strict=False))
-    if part in NOT_YET else part
-    for part in PARTS
-])
+@pytest.mark.parametrize("part", PARTS)
 def test_no_private_access_across_modules(part: str) -> None:
     found = [v for path in modules(part) for v in violations(path)]
     assert not found, f"{len(found)} accesses to another module's private names:\n" + \

@@ -78,11 +78,14 @@ def wait_token(started: str) -> str | None:
     return token.reason
 
 
+# The scheduler a close-self task closes, by the key it is given.
+SCHEDULERS: dict[str, Any] = {}
+
+
 @durable.task(name="close-self")
 def close_self(key: str) -> str:
-    running = current_task()
-    assert running is not None
-    running._scheduler.close()  # must not wait for itself
+    assert current_task() is not None
+    SCHEDULERS[key].close()  # from inside its own task: must not wait for itself
     return key
 
 

@@ -1,0 +1,194 @@
+"""SQLStore: what the SQLite and PostgreSQL stores do alike, over their dialect object.
+
+Each ``Store`` method that runs the same statements in the same way on both
+databases is written here once, naming its statements on ``self.sql`` (a
+``_task_sql.TaskSQL``). A subclass gives the rest, which truly differs:
+
+- ``_read(statement, params)``: one statement on this thread's connection, its
+  rows;
+- ``_write(work)``: ``work(db)`` in one write transaction, its result;
+- ``_announce(db, task_ids)``: inside a write, tell other processes that these
+  rows changed (PostgreSQL notifies; SQLite bumps a counter they poll);
+- ``_with_clock(params)``: the parameters, with the store's clock added where
+  it is a parameter (SQLite's ``:now``);
+- ``schedule``, ``claim``, ``finish``, ``now`` and the notification methods.
+
+A write of several rows first runs the dialect's lock statement for it, if it
+has one (``lock_rows``: PostgreSQL locks them in one order, so two such writes
+never deadlock).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from ._sql import rows_of
+from ._task_sql import COLUMNS, TaskSQL
+from .records import Row
+from .series_table import SQLSeriesTable
+from .store import Store, check_key
+
+__all__ = ["SQLStore"]
+
+W = TypeVar("W")
+
+
+class SQLStore(Store):
+    """A Store in a SQL table whose statements ``sql`` names (see the module)."""
+
+    sql: TaskSQL
+    _series: SQLSeriesTable
+
+    # -- what a subclass gives ---------------------------------------------------------------
+
+    @abstractmethod
+    def _read(self, statement: str, params: dict[str, Any]) -> list[Any]:
+        """The rows of one statement, run on its own."""
+
+    @abstractmethod
+    def _write(self, work: Callable[[Any], W]) -> W:
+        """``work(db)`` in one write transaction."""
+
+    @abstractmethod
+    def _announce(self, db: Any, task_ids: Sequence[str]) -> None:
+        """Inside a write: other processes must look at these rows again."""
+
+    def _with_clock(self, params: dict[str, Any]) -> dict[str, Any]:
+        return params
+
+    # -- the methods both databases run alike ----------------------------------------------
+
+    def _create(self, db: Any, lacks: Callable[[str], bool]) -> None:
+        """In the store's first transaction: the table, the columns it ``lacks`` (added
+        since the first release), the rest of the schema and the series tables, each
+        made only where missing."""
+        db.execute(self.sql.create_table)
+        for column, statement in self.sql.add_columns.items():
+            if lacks(column):
+                db.execute(statement)
+        for statement in (*self.sql.create_rest, *self._series.create_statements()):
+            db.execute(statement)
+
+    def series_table(self) -> SQLSeriesTable:
+        return self._series
+
+    def cancel(self, task_id: str, version: int | None = None) -> int | None:
+        check_key(task_id, "task_id")
+        params = self._with_clock({"id": task_id, "version": version})
+
+        def write(db: Any) -> Any:
+            row = db.execute(self.sql.cancel, params).fetchone()
+            if row is not None:
+                self._announce(db, [task_id])
+            return row
+
+        row = self._write(write)
+        return None if row is None else int(row[0])
+
+    def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
+        if task_ids is None:
+            return rows_of(self._read(self.sql.rows_pending, self._with_clock({})))
+        ids = self.sql.list_param(list(dict.fromkeys(task_ids)))
+        return rows_of(self._read(self.sql.rows_of, self._with_clock({"ids": ids})))
+
+    def retry(self, task_id: str) -> int | None:
+        check_key(task_id, "task_id")
+        params = self._with_clock({"id": task_id})
+
+        def write(db: Any) -> Any:
+            row = db.execute(self.sql.retry, params).fetchone()
+            if row is not None:
+                self._took_seq(db)
+                self._announce(db, [task_id])
+            return row
+
+        row = self._write(write)
+        return None if row is None else int(row[0])
+
+    def _took_seq(self, db: Any) -> None:
+        """A write used ``next_seq()`` once (SQLite counts it in its meta row)."""
+
+    def prune(self, before: float, limit: int) -> int:
+        params = {"before": before, "limit": limit}
+        return int(self._write(lambda db: db.execute(self.sql.prune, params).rowcount))
+
+    def pending_stats(self, before: float) -> tuple[int, float | None]:
+        [(count, oldest)] = self._read(self.sql.pending_stats, {"before": before})
+        return int(count), oldest
+
+    def heartbeat(self, owner: str, lease: float, tokens: Sequence[str] | None = None
+                  ) -> list[str]:
+        if tokens is None:
+            name, params = "heartbeat_all", {"owner": owner, "lease": lease}
+        else:
+            name = "heartbeat_tokens"
+            params = {"owner": owner, "lease": lease,
+                      "tokens": self.sql.list_param(list(dict.fromkeys(tokens)))}
+        statement = getattr(self.sql, name)
+        params = self._with_clock(params)
+
+        def write(db: Any) -> list[str]:
+            self._lock_rows(db, name, params)
+            return [r[0] for r in db.execute(statement, params).fetchall()]
+
+        return self._write(write)
+
+    def release_batch(self, owner: str, batch: str) -> list[str]:
+        return self._release("batch", owner=owner, prefix=batch + ":")
+
+    def requeue_expired(self) -> list[str]:
+        return self._release("expired")
+
+    def repair_leases(self, horizon: float) -> list[str]:
+        return self._release("unusable", horizon=horizon)
+
+    def release_owner(self, owner: str, expiring_within: float | None = None) -> list[str]:
+        if expiring_within is None:
+            return self._release("owner", owner=owner)
+        return self._release("owner_expiring", owner=owner, within=expiring_within)
+
+    def _release(self, name: str, **params: Any) -> list[str]:
+        """Run the release statement ``name`` (``TaskSQL._release_where``); the ids."""
+        params = self._with_clock(params)
+
+        def write(db: Any) -> list[str]:
+            self._lock_rows(db, f"release.{name}", params)
+            ids = [r[0] for r in db.execute(self.sql.release[name], params).fetchall()]
+            if ids:
+                self._announce(db, ids)
+            return ids
+
+        return self._write(write)
+
+    def _lock_rows(self, db: Any, name: str, params: dict[str, Any]) -> None:
+        statement = self.sql.lock_rows.get(name)
+        if statement is not None:
+            db.execute(statement, params)
+
+    def unknown_states(self, limit: int = 10) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self._read(self.sql.unknown_states, {"limit": limit})]
+
+    def held_by(self, owner: str) -> list[str]:
+        return [r[0] for r in self._read(self.sql.held_by, {"owner": owner})]
+
+    def mark_error(self, task_id: str, version: int, message: str) -> bool:
+        params = self._with_clock({"id": task_id, "version": version, "message": message})
+        return bool(self._write(lambda db: db.execute(self.sql.mark_error, params).rowcount == 1))
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        found = self._read(self.sql.get, {"id": check_key(task_id, "task_id")})
+        return dict(zip(COLUMNS, found[0], strict=True)) if found else None
+
+    def counts(self) -> dict[str, int]:
+        return {state: int(n) for state, n in self._read(self.sql.counts, {})}
+
+    def wall_high_water(self, wall: float | None = None) -> float | None:
+        def write(db: Any) -> Any:
+            if wall is not None:
+                db.execute(self.sql.raise_wall_mark, {"wall": wall})
+            return db.execute(self.sql.read_wall_mark, {}).fetchone()
+
+        row = self._write(write)
+        return None if row is None else float(row[0])
