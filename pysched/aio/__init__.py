@@ -52,7 +52,17 @@ work as it drops its own Tasks, and asyncio reports the host as destroyed
 while pending, as it would a ``create_task`` still waiting.
 """
 
-from ._future import AsyncTaskFuture
-from ._scheduler import AsyncScheduler
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._future import AsyncTaskFuture
+    from ._scheduler import AsyncScheduler
+else:  # each name loads on first use (pysched._lazy)
+    from .._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals(), {
+        "AsyncTaskFuture": "._future",
+        "AsyncScheduler": "._scheduler",
+    })
 
 __all__ = ["AsyncScheduler", "AsyncTaskFuture"]
