@@ -21,7 +21,9 @@ from support import postgres_server
 from support.impl import NO_EXTENSIONS, compiled_module, pure_namespace
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # At the session's end, not at unconfigure: an xdist worker can be ended once it has
+    # reported its session finished, before it unconfigures.
     postgres_server.stop()
 
 
