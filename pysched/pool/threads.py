@@ -234,8 +234,8 @@ class PoolThreads:
             with self.lock:
                 self._unreserve(thread, worker=True)
                 self.worker_limit = workers = self.workers
-            LOGGER.warning("pysched: cannot start another worker thread (%s); the pool goes on"
-                           " with %d", exc, workers)
+            LOGGER.warning("pysched: cannot start another worker thread (%s); the pool runs on"
+                           " with the %d it has", exc, workers)
 
     def watch_owner(self, owner: Any) -> None:
         """Drain and let the threads exit once ``owner`` is no longer referenced."""
