@@ -29,8 +29,9 @@ lock, so the order is this lock, then a Future's. User code and where it runs:
   it, or the thread whose call ended it (cancel, a replacing schedule, close),
   or the thread that adds a callback to a done Future;
 - cancel-token callbacks: on the thread whose call set the token (cancel,
-  close), and for timeouts on a short-lived thread of their own, never on the
-  dispatcher, so a slow or raising callback delays no due task or timeout;
+  close), and for timeouts on a short-lived thread of their own, not on the
+  dispatcher, so a slow or raising callback delays no due task or timeout
+  (only when the system cannot start that thread, the dispatcher runs them);
 - the clock: on any of these threads, always outside the lock (a stale
   reading only delays a claim: nothing starts early), except a clock's
   ``wait_until`` hook, which waits on our Condition.
@@ -235,8 +236,8 @@ class PoolThreads:
             with self.lock:
                 self._unreserve(thread, worker=True)
                 self.worker_limit = workers = self.workers
-            LOGGER.warning("pysched: cannot start another worker thread (%s); the pool goes on"
-                           " with %d", exc, workers)
+            LOGGER.warning("pysched: cannot start another worker thread (%s); the pool runs on"
+                           " with the %d it has", exc, workers)
 
     def watch_owner(self, owner: Any) -> None:
         """Drain and let the threads exit once ``owner`` is no longer referenced."""
@@ -577,9 +578,8 @@ class PoolThreads:
                         self.closed_cv.notify_all()
                     self.wait(self.dispatch_cv, None if deadline == _INF else deadline, now)
                     self.dispatch_at = -_INF
-            if fired:  # user code: never on this thread
-                threading.Thread(target=_run_timeout_callbacks, args=(fired,),
-                                 name=f"{self.prefix}-timeout-callbacks", daemon=True).start()
+            if fired:  # user code: never on this thread, unless no thread can start
+                _start_timeout_callbacks(fired, f"{self.prefix}-timeout-callbacks")
 
     # -- exits -------------------------------------------------------------------
 
@@ -692,6 +692,18 @@ def _owner_gone(pool_ref: weakref.ref[PoolThreads], _: Any) -> None:
         pool.drain()
     else:
         threading.Thread(target=pool.drain, name=f"{pool.prefix}-drain", daemon=True).start()
+
+
+def _start_timeout_callbacks(callbacks: list[Callable[[], Any]], name: str) -> None:
+    """Run timeout callbacks on a thread of their own, or here if the system gives none."""
+    thread = threading.Thread(target=_run_timeout_callbacks, args=(callbacks,), name=name,
+                              daemon=True)
+    try:
+        thread.start()
+    except Exception as exc:  # RuntimeError: run them late rather than lose them
+        LOGGER.warning("pysched: cannot start a thread for timeout callbacks (%s); running"
+                       " them on the dispatcher", exc)
+        _run_timeout_callbacks(callbacks)
 
 
 def _run_timeout_callbacks(callbacks: list[Callable[[], Any]]) -> None:
