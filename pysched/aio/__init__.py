@@ -8,9 +8,12 @@ objects are, so no lock is needed):
   (``AioVersion``) of the core's pending version of ``tid`` and
   ``book.running[tid]`` that of its running (claimed) version; both change
   only together with the core, so ``len(book.pending) == len(core)``.
-  Adding, claiming, finishing, cancelling, replacing, closing and releasing
-  what never started are the book's methods. A version's Future changes
-  only through its own methods.
+  Cancelling, replacing a claimed version, closing and releasing what never
+  started are the book's methods; adding a version of an id with nothing
+  pending or running, claiming, and completing a plain callable are done
+  inline on its dicts and the record, the path every version takes
+  (tests/aio/test_aio_book.py pins them to the book's own methods). A
+  version's Future changes only through its own methods.
 - ``len(book.running)`` never exceeds ``max_concurrency``: the pump claims
   only below it, and only while open.
 - Nothing polls: the pump starts every due version, then arms one
