@@ -14,7 +14,8 @@ Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
   ``--grace`` seconds. A second signal sets the running tasks' cancel
   tokens and cuts what is left of the grace to ``--cancel-grace``; a third
   exits at once. A signal less than ``REPEAT_WINDOW`` seconds after the
-  last one counted is the same request, not the next one: GNU ``timeout``
+  worker acted on the last one counted is the same request, not the next
+  one: GNU ``timeout``
   and some supervisors signal both the process and its group, so a single
   stop can arrive twice, milliseconds apart.
 - exit 0 once the scheduler is closed (nothing of ours left running or
@@ -186,7 +187,10 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
     threading.Thread(target=_close_and_tell, args=(sched, inbox), daemon=True,
                      name="pysched-worker-drain").start()
     deadline = time.monotonic() + args.grace
-    signals, counted, storing = 1, first.at, False
+    # The window runs from when the worker has acted on the last counted signal:
+    # a handler runs on the main thread, so a repeat that arrived while it acted
+    # is timed late, and is still the same request.
+    signals, counted, storing = 1, time.monotonic(), False
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -214,11 +218,11 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
                      failed, stats["handed_back"] - stopped, stopped)
             return ExitCode.OK
         if event.at - counted < REPEAT_WINDOW:
-            log.info("received %s %.3f s after the last one: the same stop request (send one"
-                     " %s s or more apart to go further)", event.name, event.at - counted,
-                     _num(REPEAT_WINDOW))
+            log.info("received %s within %s s of acting on the last one: the same stop request"
+                     " (send one %s s or more apart to go further)", event.name,
+                     _num(REPEAT_WINDOW), _num(REPEAT_WINDOW))
             continue
-        signals, counted = signals + 1, event.at
+        signals += 1
         if signals > 2:
             log.warning("received %s a third time: exiting now", event.name)
             break
@@ -227,6 +231,7 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
                     " more", event.name, pool.stats()["running"],
                     _num(max(0.0, deadline - time.monotonic())))
         pool.close(wait=False, cancel_running=True)
+        counted = time.monotonic()
     running = pool.stats()["running"]
     if running:
         log.error("exiting with %d tasks still running: their runs are abandoned and they run"
