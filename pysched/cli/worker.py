@@ -29,7 +29,9 @@ Life cycle: import the task modules -> open the store -> serve -> drain -> exit.
 Signals reach the main thread only, through a handler that puts the signal
 number on a ``queue.SimpleQueue`` (whose ``put`` is safe in a signal
 handler); the main thread waits on that queue for signals and for the end
-of the drain, so nothing else runs inside a handler.
+of the drain, so nothing else runs inside a handler. It waits in slices of
+``SIGNAL_CHECK`` seconds: the kernel may hand a signal to any thread, and
+Python runs its handler only once the main thread runs again.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ log = logging.getLogger("pysched.worker")
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _DRAINED = "drained"  # put on the inbox by the closer thread once the scheduler is closed
+SIGNAL_CHECK = 0.05  # seconds at most between the main thread's looks for a signal's handler
 PROGRESS_EVERY = 10.0  # seconds between "still waiting" lines during a drain
 STORE_WAIT = 10.0  # seconds to store the last outcomes once no task runs
 REPEAT_WINDOW = 1.0  # seconds after a counted stop signal within which another is the same stop
@@ -296,10 +299,17 @@ class _Inbox:
 
     def next(self, timeout: float | None) -> _Signal | str | None:
         """The next event, or None after ``timeout`` seconds (None: wait for one)."""
-        try:
-            return self._queue.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            # In slices: the kernel may hand a signal to any thread, and its
+            # handler runs only once the main thread runs again.
+            left = SIGNAL_CHECK if deadline is None else min(SIGNAL_CHECK,
+                                                            deadline - time.monotonic())
+            try:
+                return self._queue.get(timeout=max(0.0, left))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
 
 
 class _StartError(Exception):

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import signal
+import threading
 import time
 from typing import Any
 
 from pysched.cli import worker
 from pysched.cli._common import ExitCode
+
+HANG_GUARD = 30.0  # seconds: a guard against a hang, never a speed check
 
 
 class FakeScheduler:
@@ -60,3 +63,32 @@ def test_a_repeat_handled_late_while_the_worker_acts_on_the_first_is_the_same_st
     status = worker._drain(FakeScheduler(), pool, inbox, first, args)  # type: ignore[arg-type]
     assert status is ExitCode.OK
     assert not pool.cancelled, "a repeat of the first stop set the running tasks' cancel tokens"
+
+
+def test_a_signal_delivered_to_another_thread_reaches_a_waiting_main_thread() -> None:
+    # The kernel hands a process's signal to any thread; Python runs its handler on
+    # the main thread only when that thread runs again. A main thread asleep in
+    # the inbox must wake for it, not wait for the next thing put in the inbox.
+    inbox = worker._Inbox()
+    restore = inbox.install()
+    other_started, stop_other = threading.Event(), threading.Event()
+
+    def other() -> None:
+        other_started.set()
+        stop_other.wait()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    guard = threading.Timer(HANG_GUARD, inbox.put, args=("hang guard",))
+    try:
+        assert other_started.wait(HANG_GUARD)
+        assert thread.ident is not None
+        signal.pthread_kill(thread.ident, signal.SIGTERM)
+        guard.start()
+        event = inbox.next(None)
+    finally:
+        guard.cancel()
+        stop_other.set()
+        thread.join()
+        restore()
+    assert isinstance(event, worker._Signal) and event.number == signal.SIGTERM, event
