@@ -532,12 +532,19 @@ class DurableSeriesHandle(SeriesHandle):
     __slots__ = ("generation",)
 
     def __init__(self, driver: SeriesDriver, entry: Entry, series: Series,
-                 gate: StoreGate) -> None:
+                 gate: StoreGate,
+                 notes: Callable[[str, int, str | None], None] | None = None) -> None:
         # Its scheduler's gate: the store writes, refused once the scheduler is closed.
         set_state = partial(driver.table.set_state, entry.row.series_id, entry.generation)
+        generation = entry.generation
+
+        def note(series_id: Hashable, text: str | None) -> None:
+            if notes is not None:  # a pause note, kept with this generation
+                gate.call(partial(notes, str(series_id), generation, text))
+
         super().__init__(driver.owner_of(entry, series), series, read=driver.read,
                          lock=driver.lock, notify=driver.wake,
-                         write=lambda state: gate.call(partial(set_state, state)))
+                         write=lambda state: gate.call(partial(set_state, state)), notes=note)
         self.generation = entry.generation
 
     def __repr__(self) -> str:
