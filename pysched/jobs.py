@@ -25,11 +25,11 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Hashable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["DEFAULT_HISTORY", "JOB_STATES", "NEXT_FIRES", "RECENT_RUNS", "FAILED", "Job",
-           "JobPage", "RunInfo", "SUCCEEDED", "SeriesInfo", "TaskInfo", "error_text",
+__all__ = ["DEFAULT_HISTORY", "FAILED", "JOB_STATES", "NEXT_FIRES", "RECENT_RUNS", "SUCCEEDED",
+           "Job", "JobPage", "RunInfo", "SeriesInfo", "TaskInfo", "error_text", "job_dict",
            "wall_datetime"]
 
 DEFAULT_HISTORY = 1000  # runs of recurring series kept per in-process scheduler, all series
@@ -165,3 +165,27 @@ class JobPage:
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+
+def job_dict(job: Job | RunInfo) -> dict[str, Any]:
+    """A snapshot as JSON data: its fields and ``kind``, datetimes as ISO 8601 text,
+    times that are no finite number as text (``"inf"``), ids that are no JSON value as
+    their ``repr``."""
+    data: dict[str, Any] = {} if isinstance(job, RunInfo) else {"kind": job.kind}
+    for field in fields(job):
+        data[field.name] = _json_value(getattr(job, field.name))
+    return data
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, RunInfo):
+        return job_dict(value)
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return repr(value)
