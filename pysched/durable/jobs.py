@@ -238,8 +238,9 @@ class StoreJobs:
                     after: str | None, limit: int) -> tuple[list[dict[str, Any]], str | None]:
         """A store without tables: a page of its rows in due order, by a scan."""
         key = None if after is None else decode_cursor(after)
+        every = getattr(self._store, "task_ids", None)  # a MemoryStore's: rows() has the pending
         rows = []
-        for line in self._store.rows():
+        for line in self._store.rows(every() if every is not None else None):
             if (states and line.state not in states) or (queue is not None and
                                                          line.queue != queue) \
                     or (name is not None and line.ref != name):
