@@ -33,7 +33,7 @@ from .listing import (
     next_fire_times,
 )
 from .moments import as_time
-from .reading import Database, connect
+from .reading import Database, connect, target_of
 from .series_table import ACTIVE, CANCELLED, PAUSED
 from .store import FINAL_STATES, PENDING, Store
 
@@ -116,14 +116,10 @@ class StoreJobs:
         self._writer: Database | None = None  # for pause notes, opened on the first
         self._listing: Listing | None = None
 
-    def _target(self) -> str | None:
-        target = getattr(self._store, "url", None) or getattr(self._store, "path", None)
-        return target if isinstance(target, str) else None
-
     def _reads(self) -> Listing | None:
         """The store's listing, opened on first use; None for a store without tables."""
         if self._listing is None:
-            target = self._target()
+            target = target_of(self._store)
             if target is None:
                 return None
             self._db = connect(target)
@@ -147,7 +143,7 @@ class StoreJobs:
             self._ledger.set_note(series_id, note)
             return
         if self._writer is None:
-            target = self._target()
+            target = target_of(self._store)
             assert target is not None  # as _reads() found it
             self._writer = connect(target, writable=True)
         sql = reads.sql

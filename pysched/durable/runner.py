@@ -77,7 +77,9 @@ from ._series_spec import Policies, encode_spec
 from ._settings import Routing, Settings
 from ._walltime import check_wall
 from .jobs import StoreJobs
+from .reading import connect, target_of
 from .registry import REGISTRY, TaskRegistry
+from .roster import Roster
 from .series_table import ACTIVE, SeriesRow
 from .store import NewTask, Store, check_key, encode_args
 from .stores import open_store
@@ -244,9 +246,15 @@ class DurableScheduler:
             self._series.hub.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
+        # A worker on a SQL store says what it serves beside its heartbeat (roster.py).
+        target = target_of(self.store)
+        self._roster = None if not max_workers or target is None else Roster(
+            connect(target, writable=True), getattr(self.store, "table", "pysched_tasks"),
+            self.owner, routing.serves, self.store.now)
         self._heartbeat = Heartbeat(s, self.store, clock=clocks.mono, lifecycle=lifecycle,
                                     inflight=inflight, counters=counters, wakeup=self._beat,
-                                    also=self._series.heartbeat)
+                                    also=partial(_beat_also, self._series.heartbeat,
+                                                 self._roster, counters))
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
@@ -591,6 +599,8 @@ class DurableScheduler:
                 thread.join()
         self._runs.close_pool(wait=True)
         self._jobs.close()
+        if self._roster is not None:
+            guarded(self._roster.leave, "leaving the workers' roster", self._counters)
         self._lifecycle.release_store()
         if self._owns_store:
             self.store.close()
@@ -601,6 +611,15 @@ class DurableScheduler:
                 future.set_exception(SchedulerClosed(
                     f"closed before task {future.task_id!r} version {future.version} ran here;"
                     " it stays in the store"))
+
+
+def _beat_also(series_beat: Callable[[], object], roster: Roster | None,
+               counters: Counters) -> None:
+    """The heartbeat's other chores: renew the series' fire-time leases, then write the
+    roster; each guarded, so one failing never skips the other."""
+    guarded(series_beat, "series heartbeat", counters)
+    if roster is not None:
+        guarded(roster.beat, "workers' roster", counters)
 
 
 def _queues(queues: Iterable[str]) -> tuple[str, ...]:
