@@ -14,6 +14,7 @@ from pysched import AsyncScheduler, Every
 from pysched.jobs import SeriesInfo, TaskInfo
 
 from support.aio import VirtualTimeLoop, run, settle
+from support.examples import examples
 
 IDS = st.sampled_from(["a", "b", "c", 7])
 OPS = st.lists(st.one_of(
@@ -28,7 +29,7 @@ def noop() -> None:
     return None
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(160), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_jobs_match_a_model_after_any_sequence(impl: Any, ops: list[tuple[Any, ...]]) -> None:

@@ -16,6 +16,7 @@ from pysched.jobs import SeriesInfo, TaskInfo
 from pysched.testing import FakeClock
 from pysched.threadpool import ThreadPoolScheduler
 
+from support.examples import examples
 from support.pool import WAIT, Gate
 
 IDS = st.sampled_from(["a", "b", "c", 7])
@@ -42,7 +43,7 @@ def settled(pool: ThreadPoolScheduler, pending: int) -> None:
         time.sleep(0.001)
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(100), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_jobs_match_a_model_after_any_sequence(impl: Any, ops: list[tuple[Any, ...]]) -> None:
