@@ -16,6 +16,7 @@ cursor says which of the two comes next.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -115,9 +116,14 @@ class StoreJobs:
         self._db: Database | None = None
         self._writer: Database | None = None  # for pause notes, opened on the first
         self._listing: Listing | None = None
+        self._lock = threading.Lock()  # one listing and one writer, whichever thread asks
 
     def _reads(self) -> Listing | None:
         """The store's listing, opened on first use; None for a store without tables."""
+        with self._lock:
+            return self._open_listing()
+
+    def _open_listing(self) -> Listing | None:
         if self._listing is None:
             target = target_of(self._store)
             if target is None:
@@ -142,10 +148,11 @@ class StoreJobs:
         if reads is None:
             self._ledger.set_note(series_id, note)
             return
-        if self._writer is None:
-            target = target_of(self._store)
-            assert target is not None  # as _reads() found it
-            self._writer = connect(target, writable=True)
+        with self._lock:
+            if self._writer is None:
+                target = target_of(self._store)
+                assert target is not None  # as _reads() found it
+                self._writer = connect(target, writable=True)
         sql = reads.sql
         change = ((sql.drop_note, {"series_id": series_id}) if note is None else
                   (sql.put_note, {"series_id": series_id, "generation": generation,

@@ -13,11 +13,15 @@ EXISTS`` on the first write: a store made by an older pysched gains it
 without a migration, and an older pysched ignores it. A worker is live while
 its ``beat`` is within ``LIVE_FOR`` seconds of the store's clock.
 
-``unserved`` reads the roster and the due pending rows' (name, queue) pairs
-and gives those no live worker serves; the worker logs each once per
+``unserved`` reads the roster and the (name, queue) pairs of the pending rows
+due for over ``LIVE_FOR`` seconds (a served row is claimed long before; a row
+just scheduled is not waiting yet) and gives those no live worker serves;
+the worker looks every ``CHECK_EVERY`` seconds and logs each pair once per
 ``REPEAT_AFTER`` seconds on the ``pysched.durable`` logger, and ``pysched
-status`` lists them. Every value read back is untrusted: a roster row that
-does not decode is ignored (its worker counts as serving nothing).
+status`` lists them. A roster that cannot be written (a role without CREATE,
+a database away) is logged once per ``REPEAT_AFTER`` and tried again. Every
+value read back is untrusted: a roster row that does not decode is ignored
+(its worker counts as serving nothing).
 """
 
 from __future__ import annotations
@@ -31,11 +35,12 @@ from ._sql import check_table, quote
 from .reading import Database
 from .records import Serves
 
-__all__ = ["LIVE_FOR", "ROSTER_EVERY", "Roster", "unserved"]
+__all__ = ["CHECK_EVERY", "LIVE_FOR", "REPEAT_AFTER", "ROSTER_EVERY", "Roster", "unserved"]
 
 log = logging.getLogger("pysched.durable")
 
 ROSTER_EVERY = 10.0  # seconds between a worker's roster writes
+CHECK_EVERY = 60.0  # seconds between its looks for rows no live worker serves
 LIVE_FOR = 60.0  # seconds a roster row counts as live after its beat
 REPEAT_AFTER = 3600.0  # seconds before a name still unserved is logged again
 MAX_NAMES = 200  # distinct (name, queue) pairs of due rows looked at per check
@@ -55,7 +60,7 @@ def _statements(db: Database, table: str) -> dict[str, str]:
         "drop": render(f"DELETE FROM {t} WHERE owner = :owner"),
         "live": render(f"SELECT names, prefixes, queues FROM {t} WHERE beat >= :since"),
         "due": render(f"SELECT DISTINCT ref, queue FROM {tasks} WHERE state = 'pending'"
-                      " AND run_at <= :now LIMIT :limit"),
+                      " AND run_at <= :before LIMIT :limit"),
         "exists": render(db.dialect.columns),
     }
 
@@ -85,7 +90,7 @@ def unserved(db: Database, table: str, now: float) -> list[tuple[Any, Any]] | No
         if n is None or p is None or (queues is not None and q is None):
             continue  # a row this pysched did not write: it serves nothing
         serving.append(Serves(n, p, q).matcher())
-    due = db.query(sql["due"], {"now": now, "limit": MAX_NAMES})
+    due = db.query(sql["due"], {"before": now - LIVE_FOR, "limit": MAX_NAMES})
     return sorted(((ref, queue) for ref, queue in due
                    if not any(match(ref, queue) for match in serving)), key=repr)
 
@@ -106,6 +111,8 @@ class Roster:
         self._serves = serves
         self._now = now
         self._next = 0.0  # the store-clock time of the next write
+        self._next_check = 0.0  # and of the next look for rows no live worker serves
+        self._failed_at = -REPEAT_AFTER  # when a failure to write was last logged
         self._logged: dict[tuple[Any, Any], float] = {}  # pair -> when it was last logged
 
     def beat(self) -> None:
@@ -116,12 +123,24 @@ class Roster:
             return
         self._next = now + ROSTER_EVERY
         serves = self._serves()
-        self._db.execute([(self._sql["create"], {}), (self._sql["put"], {
-            "owner": self._owner, "names": json.dumps(list(serves.names)),
-            "prefixes": json.dumps(list(serves.prefixes)),
-            "queues": None if serves.queues is None else json.dumps(list(serves.queues)),
-            "beat": now})])
-        for pair in unserved(self._db, self._table, now) or ():
+        try:
+            self._db.execute([(self._sql["create"], {}), (self._sql["put"], {
+                "owner": self._owner, "names": json.dumps(list(serves.names)),
+                "prefixes": json.dumps(list(serves.prefixes)),
+                "queues": None if serves.queues is None else json.dumps(list(serves.queues)),
+                "beat": now})])
+            if now < self._next_check:
+                return
+            self._next_check = now + CHECK_EVERY
+            found = unserved(self._db, self._table, now) or []
+        except Exception as exc:  # noqa: BLE001 - the heartbeat goes on without it
+            if now - self._failed_at >= REPEAT_AFTER:
+                self._failed_at = now
+                log.warning("the workers' roster of %s could not be written or read (%s);"
+                            " rows no live worker serves go unreported meanwhile",
+                            self._table, exc)
+            return
+        for pair in found:
             if now - self._logged.get(pair, -REPEAT_AFTER) >= REPEAT_AFTER:
                 self._logged[pair] = now
                 log.warning("rows of task %r on queue %r are due, and no live worker serves"

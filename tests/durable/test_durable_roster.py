@@ -11,9 +11,10 @@ import pytest
 
 from pysched.cli import main
 from pysched.durable import DurableScheduler, TaskRegistry
+from pysched.durable.listing_sql import SQLITE
 from pysched.durable.reading import connect
 from pysched.durable.records import Serves
-from pysched.durable.roster import LIVE_FOR, REPEAT_AFTER, ROSTER_EVERY, Roster, unserved
+from pysched.durable.roster import CHECK_EVERY, LIVE_FOR, REPEAT_AFTER, Roster, unserved
 
 import support.durable as h
 
@@ -97,7 +98,7 @@ def test_each_name_is_logged_once_per_period(sql_spec: dict[str, Any],
                         lambda: Serves(("note",), (), ("default",)), lambda: clock[0])
         for _ in range(5):
             roster.beat()
-            clock[0] += ROSTER_EVERY
+            clock[0] += CHECK_EVERY
         assert len(unserved_lines(caplog)) == 2  # ghost anywhere; note on reports
         clock[0] += REPEAT_AFTER
         roster.beat()
@@ -112,6 +113,7 @@ def test_a_stale_or_hostile_roster_row_serves_nothing(sql_spec: dict[str, Any]) 
     try:
         h.put_raw(store, sql_spec, task_id="a", ref="note", queue="default")
         now = store.now()
+        h.put_raw(store, sql_spec, task_id="fresh", ref="new-name", run_at=now)  # not waiting
         db = connect(sql_spec["target"], writable=True)
         old = Roster(db, sql_spec["table"], "old", lambda: Serves(("note",), ()),
                      lambda: now - LIVE_FOR - 1)
@@ -124,3 +126,31 @@ def test_a_stale_or_hostile_roster_row_serves_nothing(sql_spec: dict[str, Any]) 
         db.close()
     finally:
         store.close()
+
+
+class BrokenDatabase:
+    dialect = SQLITE
+
+    def execute(self, statements: Any) -> None:
+        raise PermissionError("permission denied to create a table")
+
+    def query(self, sql: str, params: Any = None) -> list[Any]:
+        raise AssertionError("not reached")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_roster_that_cannot_be_written_is_logged_once_and_tried_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="pysched.durable")
+    clock = [1000.0]
+    roster = Roster(BrokenDatabase(), "pysched_tasks", "w1",  # type: ignore[arg-type]
+                    lambda: Serves((), ()), lambda: clock[0])
+    for _ in range(3):
+        roster.beat()  # never raises into the heartbeat
+        clock[0] += CHECK_EVERY
+    clock[0] += REPEAT_AFTER
+    roster.beat()
+    lines = [r.getMessage() for r in caplog.records if "roster" in r.getMessage()]
+    assert len(lines) == 2 and "permission denied" in lines[0]
