@@ -18,6 +18,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from contextlib import nullcontext
 from contextvars import copy_context
 from functools import partial
 from threading import get_ident
@@ -27,14 +28,16 @@ from .. import _impl
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import OPEN
 from .._validate import check_capacity, check_hashable, check_time
-from ..calendar import Cron, Event, Every, SeriesHandle
+from ..calendar import Cron, Event, Every, Reading, SeriesHandle
+from ..jobs import DEFAULT_HISTORY, Job, JobPage
 from ..pool.book import Book, NoWakeups
 from ..pool.clocks import Clocks
+from ..pool.jobs import PENDING, RUNNING, Held, build, check_state, describe_one
 from ._calls import bound_call
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, version_future
 from ._runner import LoopRunner
 from ._version import AioVersion
-from .series import SeriesDriver
+from .series import FireKey, SeriesDriver
 
 __all__ = ["AsyncScheduler"]
 
@@ -44,6 +47,7 @@ LOGGER = logging.getLogger("pysched.aio")
 # stored as it is, and the core checks it.
 _NO_ARGS: tuple[Any, ...] = ()
 _new_record = object.__new__
+_EVERY = object()  # _snapshot()'s "every task id"
 
 # How versions ended, besides completed, as stats() tells them: the book's
 # counts. "scheduled" and "completed" are the core's own counts (every
@@ -82,8 +86,9 @@ class AsyncScheduler:
     The scheduler binds to the loop it is first used on. ``async with`` closes
     it on exit (see ``pysched.aio`` for the close states and for what happens
     to a scheduler left open); running versions finish unless
-    ``cancel_running_on_close``. ``_core_factory`` picks the core class (tests
-    run both implementations).
+    ``cancel_running_on_close``. ``history`` is how many runs of its recurring
+    series, all together, it keeps for ``describe()`` (default 1000).
+    ``_core_factory`` picks the core class (tests run both implementations).
 
     >>> async def main():
     ...     async with AsyncScheduler(max_concurrency=2) as s:
@@ -97,6 +102,7 @@ class AsyncScheduler:
     def __init__(self, max_concurrency: int | None = None, *,
                  cancel_running_on_close: bool = False,
                  wall_clock: Callable[[], float] = time.time,
+                 history: int = DEFAULT_HISTORY,
                  _core_factory: Callable[..., Any] | None = None) -> None:
         if max_concurrency is not None:
             max_concurrency = check_capacity(max_concurrency, "max_concurrency")
@@ -120,7 +126,7 @@ class AsyncScheduler:
         self._closers: set[AioVersion] = set()
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
         self._series = SeriesDriver(clocks, cast(Any, self.schedule), runner.on_loop_shutdown,
-                                    runner.replace_one_shot, runner.check_caller)
+                                    runner.replace_one_shot, runner.check_caller, history)
 
     # -- public API -------------------------------------------------------
 
@@ -164,6 +170,8 @@ class AsyncScheduler:
         fut = version_future(loop, runner, task_id, version)
         run = _new_record(AioVersion)  # without __init__: a call per version fewer
         run.future = fut
+        run.run_at = run_at
+        run.priority = priority
         # A context without variables is not kept: the version gets a fresh empty
         # one when it starts, the same to it, and nothing more for the
         # collector to walk while it is pending.
@@ -246,6 +254,46 @@ class AsyncScheduler:
     def add_listener(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
         self._series.hub.add_listener(fn)
+
+    def jobs(self, state: str | None = None) -> JobPage:
+        """Every pending and running task version and every recurring series, as snapshots
+        (``pysched.jobs``): series first, then tasks in due order.
+
+        ``state``: only jobs in it: "pending" or "running" (tasks; a series with a run
+        decided or in progress counts as running), "active" or "paused" (series); None
+        for all. ValueError for another state; RuntimeError from another thread while
+        the loop runs. O(n log n).
+        """
+        check_state(state)
+        held, now = self._held(_EVERY)
+        return build(held, now, self._series.ledger, nullcontext(), state)
+
+    def describe(self, task_id: Hashable) -> Job | None:
+        """The snapshot of ``task_id``: its series (``SeriesInfo``: next fire times, last
+        runs, counters, pause note) or its newest version (``TaskInfo``); None when the
+        scheduler holds nothing of it (a version that ended is its Future's). O(1) plus
+        O(history) for a series' last runs."""
+        check_hashable(task_id, "task_id")
+        held, now = self._held(task_id)
+        return describe_one(held, now, self._series.ledger, nullcontext())
+
+    def _held(self, task_id: Hashable) -> tuple[list[Held], Reading]:
+        """What the scheduler holds of ``task_id`` (``_EVERY``: of every id), and when."""
+        self._runner.check_caller()
+        book = self._book
+        if book.core is None:  # never bound to a loop: nothing was ever scheduled
+            return [], Reading(0.0, 0.0)
+        if task_id is _EVERY:
+            pairs = [(r, PENDING) for r in book.pending.values()]
+            pairs += [(r, RUNNING) for r in book.running.values()]
+            held = self._series.held()
+        else:
+            pairs = [(r, s) for r, s in ((book.pending.get(task_id), PENDING),
+                                         (book.running.get(task_id), RUNNING)) if r is not None]
+            held = self._series.held(task_id)
+        held += [Held(r.task_id, state, float(r.run_at), r.priority, r.future.version)
+                 for r, state in pairs if r.task_id.__class__ is not FireKey]
+        return held, self._series.read()
 
     def remove_listener(self, fn: Callable[[Event], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""

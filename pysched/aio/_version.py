@@ -16,7 +16,6 @@ the loop runner (``pysched.aio._runner``) the rest, all on the loop's thread.
 from __future__ import annotations
 
 import contextvars
-import math
 from asyncio import Task
 from collections.abc import Hashable
 from typing import Any
@@ -36,11 +35,10 @@ class AioVersion:
     differ: ``schedule()`` makes one per call.
     """
 
-    __slots__ = ("future", "context", "aio", "task_id", "task", "coro", "__dict__")
+    __slots__ = ("future", "context", "aio", "task_id", "task", "coro", "run_at", "priority",
+                 "__dict__")
 
-    # What the book reads; an AsyncScheduler has no series in its book, and no
-    # use for a pending version's run_at.
-    run_at = -math.inf
+    # What the book reads; an AsyncScheduler has no series in its book.
     series: Recurrence | None = None
     in_run = False
     cancel_reason: str | None = None  # set once, by whoever ends the version unstarted
@@ -53,6 +51,8 @@ class AioVersion:
 
     # Set by AsyncScheduler.schedule, which makes it without __init__ (a call per version fewer):
     future: AsyncTaskFuture[Any]
+    run_at: float  # as the core accepted it (jobs() reads it)
+    priority: int
     # A copy of its caller's context, which the version runs in (None when that
     # held no variables: it runs in a fresh one); dropped once it starts.
     context: contextvars.Context | None

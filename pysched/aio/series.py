@@ -41,7 +41,11 @@ from ..calendar import Cron, Event, EventHub, Every, Fire, Reading, Series, Seri
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import CANCELLED, CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import SeriesHandle
+from ..calendar.ledger import RunLedger
+from ..calendar.snapshot import wall_of
+from ..jobs import DEFAULT_HISTORY
 from ..pool.clocks import Clocks
+from ..pool.jobs import Held
 from ._calls import bound_call
 from ._host import Host
 from ._timer import DeadlineTimer
@@ -77,7 +81,7 @@ class _Run:
         self.series = series
         self.fire = fire
         self.entry = entry
-        self.began = False  # the book's begin() let it start
+        self.began: Reading | None = None  # when the book's begin() let it start
         self.ended = False  # its outcome was told: book.finished(), or a skip with its event
         self.awaitable: object = None  # what a plain callable returned, to await
 
@@ -105,13 +109,17 @@ def _any_caller() -> None:
 class SeriesDriver:
     """The AsyncScheduler's series: one book, one timer, one hub of events."""
 
-    __slots__ = ("hub", "_clocks", "_submit", "_on_lost", "_replace_task", "_handle_lock",
-                 "_loop", "_book", "entries", "_timer", "_host", "_closed")
+    __slots__ = ("hub", "ledger", "_clocks", "_submit", "_on_lost", "_replace_task",
+                 "_handle_lock", "_loop", "_book", "entries", "_timer", "_host", "_closed")
 
     def __init__(self, clocks: Clocks, submit: Submit, on_lost: Callable[[], None],
                  replace_task: Callable[[Hashable], None] = lambda task_id: None,
-                 check_caller: Callable[[], None] = _any_caller) -> None:
+                 check_caller: Callable[[], None] = _any_caller,
+                 history: int = DEFAULT_HISTORY) -> None:
+        # The last ``history`` runs of every series, and their counts (from the events).
+        self.ledger = RunLedger(history)
         self.hub = EventHub()  # listeners may be added before the loop runs
+        self.hub.add_listener(self.ledger.observe)
         self._clocks = clocks  # the scheduler's, bound to the loop before any series
         self._submit = submit
         self._on_lost = on_lost  # the loop is shutting down: the scheduler closes
@@ -161,11 +169,28 @@ class SeriesDriver:
         book.flush()
         self._rearm()
         return SeriesHandle(book, series, read=self.read, lock=self._handle_lock,
-                            notify=lambda: self._changed(task_id, series))
+                            notify=lambda: self._changed(task_id, series),
+                            notes=self.ledger.set_note)
 
     def holds(self, task_id: Hashable) -> bool:
         """Whether a series of this id is running here."""
         return task_id in self.entries
+
+    def held(self, task_id: Hashable = FireKey) -> list[Held]:
+        """The series of ``task_id`` (``FireKey``, the class: every series) as
+        ``jobs()`` lists them."""
+        book = self._book
+        if book is None:
+            return []
+        ids = list(self.entries) if task_id is FireKey else [task_id]
+        found = []
+        for series_id in ids:
+            entry = self.entries.get(series_id)
+            series = book.get(series_id)
+            if entry is not None and series is not None:
+                state = "pending" if series.running is None else "running"
+                found.append(Held(series_id, state, 0.0, entry.priority, None, series))
+        return found
 
     def end(self, task_id: Hashable, reason: str = CANCELLED) -> bool:
         """End the series of ``task_id``: "cancelled", or "replaced" by a one-shot version
@@ -272,13 +297,13 @@ class SeriesDriver:
             return None
         try:
             result = run.entry.call()
-        except BaseException:
-            self._finished(run, failed=True)
+        except BaseException as exc:
+            self._finished(run, error=exc)
             raise
         if isawaitable(result):
             run.awaitable = result
             return self._await(run, result)
-        self._finished(run, failed=False)
+        self._finished(run)
         return result
 
     async def _start_coroutine(self, run: _Run) -> Any:
@@ -298,7 +323,7 @@ class SeriesDriver:
             # The wall clock was set back while this waited: wait for the instant again.
             self._queue(run, min(run.fire.fire_time - now.wall, book.recheck))
             return False
-        run.began = True
+        run.began = now
         start = book.begin(series, now)
         fire = series.running  # with its lateness as it starts, before any listener runs
         book.flush()
@@ -314,24 +339,32 @@ class SeriesDriver:
         return True
 
     async def _await(self, run: _Run, awaitable: Awaitable[Any]) -> Any:
-        failed = True
+        error: BaseException | None = None
         try:
-            result = await awaitable
-            failed = False
-            return result
+            return await awaitable
         except asyncio.CancelledError:
-            failed = False  # stopped by close(cancel_running=True) or cancel(): not an error
+            raise  # stopped by close(cancel_running=True) or cancel(): not an error
+        except BaseException as exc:
+            error = exc
             raise
         finally:
-            self._finished(run, failed)
+            self._finished(run, error)
 
-    def _finished(self, run: _Run, failed: bool) -> None:
+    def _finished(self, run: _Run, error: BaseException | None = None) -> None:
+        """The run ended, raising ``error`` (None: it returned, or was cancelled)."""
         if run.ended:
             return
         run.ended = True
         book = self._book
         assert book is not None
-        book.finished(run.series, self.read(fallback=True), failed)
+        now = self.read(fallback=True)
+        series = run.series
+        book.finished(series, now, error is not None)
+        began = run.began
+        if began is not None:
+            fire = run.fire.fire_time
+            self.ledger.run_ended(series.series_id, fire, wall_of(series, fire, began),
+                                  began.wall, now.wall, error)
         book.flush()
         if run.series.stopped and self.entries.get(run.series.series_id) is run.entry \
                 and book.get(run.series.series_id) is None:
@@ -342,14 +375,14 @@ class SeriesDriver:
         """The version of ``run`` ended: report a fire time that never started."""
         if not done.cancelled():
             exc = done.exception()  # retrieved here: the series' events report it
-            if exc is not None and run.began:
+            if exc is not None and run.began is not None:
                 logger.error("series %r: the run of fire time %r raised", run.series.series_id,
                              run.fire.fire_time, exc_info=exc)
-        if run.began:
+        if run.began is not None:
             if not run.ended:  # released before the awaitable its callable returned was awaited
                 if iscoroutine(run.awaitable):
                     run.awaitable.close()
-                self._finished(run, failed=False)
+                self._finished(run)
             return
         if run.ended or not run.series.stopped and not done.cancelled():
             return  # re-queued (clock set back): the newer version carries it

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from .._validate import check_capacity
 from ._readings import Reading
 from .book import SeriesBook
+from .ledger import check_note
 from .series import Series
 
 __all__ = ["SeriesHandle", "SeriesOwner", "fire_datetimes"]
@@ -22,6 +23,10 @@ def _nothing() -> None:
 
 def _kept_here(state: str) -> bool:
     return True
+
+
+def _no_notes(series_id: Hashable, note: str | None) -> None:
+    return None
 
 
 def fire_datetimes(series: Series, fires: list[float], now: Reading) -> list[datetime]:
@@ -104,16 +109,19 @@ class SeriesHandle:
     "paused", "active" or "cancelled" returns False when the series kept there
     is no longer this one, and then nothing happens here. A handle acts on its
     own series only: once the series is replaced by id or ended, ``pause`` and
-    ``resume`` do nothing and ``cancel`` returns False.
+    ``resume`` do nothing and ``cancel`` returns False. ``notes(series_id,
+    note)`` keeps the note of a pause for the scheduler's ``describe`` (None:
+    forget it), after ``check_note`` accepted it.
     """
 
     __slots__ = ("series_id", "future", "_owner", "_series", "_lock", "_read", "_notify",
-                 "_write")
+                 "_write", "_notes")
 
     def __init__(self, owner: SeriesBook | SeriesOwner, series: Series, *,
                  read: Callable[[], Reading], lock: AbstractContextManager[object] | None = None,
                  notify: Callable[[], None] = _nothing, future: Future[Any] | None = None,
-                 write: Callable[[str], bool] = _kept_here) -> None:
+                 write: Callable[[str], bool] = _kept_here,
+                 notes: Callable[[Hashable, str | None], None] = _no_notes) -> None:
         self.series_id = series.series_id
         self.future = future
         self._lock: AbstractContextManager[object] = nullcontext() if lock is None else lock
@@ -123,6 +131,7 @@ class SeriesHandle:
         self._read = read
         self._notify = notify
         self._write = write
+        self._notes = notes
 
     def __repr__(self) -> str:
         state = "cancelled" if self.cancelled else "paused" if self.paused else "active"
@@ -162,13 +171,21 @@ class SeriesHandle:
             fires = self._series.next_fire_times(n)
         return fire_datetimes(self._series, fires, now)
 
-    def pause(self) -> None:
-        """Start no more runs until ``resume``; a run in progress goes on."""
+    def pause(self, note: str | None = None) -> None:
+        """Start no more runs until ``resume``; a run in progress goes on.
+
+        ``note`` (at most ``MAX_NOTE`` characters) says why, for whoever reads
+        the scheduler's ``describe``; pausing again replaces it.
+        """
+        note = check_note(note)
         if not self._write("paused"):
             return
         with self._lock:
-            if self._current() and not self._series.paused:
+            current = self._current()
+            if current and not self._series.paused:
                 self._owner.pause(self.series_id)
+        if current:
+            self._notes(self.series_id, note)
         self._owner.flush()
 
     def resume(self) -> None:
@@ -177,8 +194,11 @@ class SeriesHandle:
             return
         now = self._read()  # outside the lock, as in next_fire_times
         with self._lock:
-            if self._current() and self._series.paused:
+            resumed = self._current() and self._series.paused
+            if resumed:
                 self._owner.resume(self.series_id, now)
+        if resumed:
+            self._notes(self.series_id, None)
         self._owner.flush()
         self._notify()
 

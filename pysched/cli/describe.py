@@ -3,7 +3,9 @@
 For a task: its state, when it is due, its arguments, attempts, the lease
 of a running version, and the error with its traceback. For a series: its
 trigger in words, its next fire times, the fire times the store keeps (the
-newest first) and their counts, a pause note. Reads only.
+newest first) and their counts, a pause note. The fields are those of the
+``pysched.jobs`` snapshots ``DurableScheduler.describe()`` gives (``--json``
+holds them as ``snapshot``). Reads only.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import argparse
 import json
 from typing import Any
 
+from ..durable.jobs import series_info, task_info
 from ..durable.listing import SeriesDetail, TaskDetail
 from ..durable.moments import lease_text, when
+from ..jobs import job_dict
 from ._common import ExitCode, add_store_arguments, fail, public_target
 from ._reads import guarded, key, listing, print_json, printable, table
 
@@ -46,7 +50,12 @@ def _run(args: argparse.Namespace) -> int:
                                 f" {printable(repr(args.task_id), 200)}")
     if args.json:
         return print_json({"task": None if task is None else _task_data(task),
-                           "series": None if series is None else _series_data(series)})
+                           "series": None if series is None else _series_data(series),
+                           "snapshot": {
+                               "task": None if task is None else job_dict(
+                                   task_info(task.row, _store_clock)),
+                               "series": None if series is None else job_dict(
+                                   series_info(series.series, series.fires))}})
     parts = [] if task is None else [render_task(task)]
     if series is not None:
         parts.append(render_series(series))
@@ -66,15 +75,28 @@ def _series_data(detail: SeriesDetail) -> dict[str, Any]:
             "floor": detail.floor, "now": detail.now}
 
 
+def _store_clock(wall: float) -> float:
+    return wall  # read from outside any scheduler: due on the store's own clock
+
+
+def _shown(value: object, raw: object) -> str:
+    """A snapshot's field, or the row's value where the snapshot could not hold it."""
+    return printable(value if value is not None else raw)
+
+
 def render_task(task: TaskDetail) -> str:
-    """One task as text for a terminal."""
+    """One task as text for a terminal: its snapshot's fields, then what only the row has."""
     row, now = task.row, task.now
+    info = task_info(row, _store_clock)
     lines = [f"Task {printable(row['task_id'])}",
-             *_fields([("state", printable(row["state"])), ("version", printable(row["version"])),
-                       ("task", printable(row["ref"])), ("queue", printable(row["queue"])),
-                       ("priority", printable(row["priority"])),
-                       ("due", when(row["run_at"], now)),
-                       ("attempts", printable(row["attempts"])),
+             *_fields([("state", printable(info.state)),
+                       ("version", _shown(info.version, row["version"])),
+                       ("task", _shown(info.name, row["ref"])),
+                       ("queue", _shown(info.queue, row["queue"])),
+                       ("priority", _shown(info.priority, row["priority"])),
+                       ("due", when(info.due if info.due is not None else row["run_at"], now)),
+                       ("attempts", printable(info.attempts)),
+                       ("last outcome", printable(info.last_outcome or "-")),
                        ("written", when(row["updated_at"], now)),
                        ("lease", _lease(row, now))])]
     if task.args_error is not None:
@@ -92,8 +114,11 @@ def render_task(task: TaskDetail) -> str:
 def render_series(detail: SeriesDetail) -> str:
     """One series as text for a terminal."""
     s, now = detail.series, detail.now
+    info = series_info(s, detail.fires)
     lines = [f"Series {printable(s.series_id)}",
-             *_fields([("state", printable(s.state)), ("generation", printable(s.generation)),
+             *_fields([("state", printable(info.state)),
+                       ("running", "yes" if info.running else "no"),
+                       ("generation", printable(s.generation)),
                        ("task", printable(s.ref)), ("queue", printable(s.queue)),
                        ("priority", printable(s.priority)),
                        ("trigger", printable(s.trigger) if s.trigger is not None
@@ -105,11 +130,11 @@ def render_series(detail: SeriesDetail) -> str:
     counts = ", ".join(f"{printable(k)} {v}" for k, v in sorted(detail.fire_counts.items()))
     lines += ["", f"Fire times kept in the store: {counts or 'none'}"]
     if detail.fires:
-        rows = [[when(f.fire_time, now), printable(f.state), printable(f.attempts),
+        rows = [[when(f.fire_time, now), printable(run.outcome), printable(f.attempts),
                  printable(f.lease_owner) if f.lease_owner is not None else "-"]
-                for f in detail.fires]
-        lines += ["", "Newest fire times:", *table(["FIRE TIME", "STATE", "ATTEMPTS", "OWNER"],
-                                                    rows)]
+                for f, run in zip(detail.fires, info.last_runs, strict=True)]
+        lines += ["", "Last runs:", *table(["FIRE TIME", "OUTCOME", "ATTEMPTS", "OWNER"],
+                                           rows)]
     return "\n".join(lines)
 
 

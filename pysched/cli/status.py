@@ -26,6 +26,7 @@ from ..durable.moments import jsonable
 from ..durable.moments import lease_text as _lease
 from ..durable.moments import when as _when
 from ..durable.reading import connect
+from ..durable.roster import unserved
 from ._common import (
     ExitCode,
     UsageError,
@@ -116,6 +117,7 @@ def read_status(target: str, table: str, limit: int) -> dict[str, Any]:
         result["oldest_running"] = _oldest(reader, quoted, "running", _RUNNING_COLUMNS,
                                            "run_at, seq", limit)
         result["series"] = _series(target, table, limit)
+        result["unserved"] = _unserved(target, table, now)
         return result
     finally:
         reader.close()
@@ -158,6 +160,11 @@ def render(status: dict[str, Any]) -> str:
                 for s in series["first"]]
         lines += ["", f"Series ({by_state}), first by id:",
                   *_table(["SERIES", "STATE", "NEXT FIRE", "LAST OUTCOME", "TRIGGER"], rows)]
+    unserved = status.get("unserved")
+    if unserved:
+        rows = [[printable(name, 40), printable(queue, 20)] for name, queue in unserved]
+        lines += ["", "Due rows not served by any live worker (they wait until one serves"
+                      " their task name on their queue):", *_table(["TASK", "QUEUE"], rows)]
     return "\n".join(lines)
 
 
@@ -251,6 +258,17 @@ def _series(target: str, table: str, limit: int) -> dict[str, Any]:
     finally:
         db.close()
     return {"counts": counts, "first": [_series_line(s) for s in first]}
+
+
+def _unserved(target: str, table: str, now: float) -> list[list[Any]] | None:
+    """The (task name, queue) pairs of due pending rows no live worker serves; None where no
+    worker ever wrote the roster (``pysched.durable.roster``)."""
+    db = connect(target)
+    try:
+        found = unserved(db, table, now)
+    finally:
+        db.close()
+    return None if found is None else [list(pair) for pair in found]
 
 
 def _series_line(s: SeriesLine) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """``pysched tasks``: a page of tasks, filtered by state, queue and name, next due first.
 
-Pages are keyset pages (``--after`` the cursor the page before printed), each
-one index range scan however large the table. Reads only.
+Each task is printed as its ``pysched.jobs.TaskInfo`` snapshot, the shape
+``DurableScheduler.jobs()`` gives (``--json``: one object per task, with
+``due`` in the store's wall seconds and ``due_wall`` as ISO 8601). Pages are
+keyset pages (``--after`` the cursor the page before printed), each one index
+range scan however large the table. Reads only.
 """
 
 from __future__ import annotations
@@ -9,8 +12,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..durable.jobs import task_info
 from ..durable.listing import FAILED_STATES, MAX_PAGE, TaskPage
 from ..durable.moments import when
+from ..jobs import TaskInfo, job_dict
 from ._common import ExitCode, UsageError, add_store_arguments, public_target
 from ._reads import guarded, key, listing, print_json, printable, table
 
@@ -67,23 +72,41 @@ def _run(args: argparse.Namespace) -> int:
                                newest_first=args.newest_first or args.failed)
         except ValueError as exc:
             raise UsageError(f"argument --after: {exc}") from exc  # the one argument left
+    infos = snapshots(page)
     if args.json:
         return print_json({"store": public_target(args.store), "table": args.table,
-                           "now": page.now, "tasks": [t._asdict() for t in page.tasks],
+                           "now": page.now, "tasks": [job_dict(t) for t in infos],
                            "next": page.next})
     print(render(page))
     return ExitCode.OK
+
+
+def snapshots(page: TaskPage) -> list[TaskInfo]:
+    """The tasks of ``page`` as snapshots, due on the store's clock (its wall seconds)."""
+    return [task_info(t._asdict(), _store_clock) for t in page.tasks]
+
+
+def _store_clock(wall: float) -> float:
+    return wall
+
+
+def _or_dash(value: object) -> str:
+    return "-" if value is None else printable(value)
 
 
 def render(page: TaskPage) -> str:
     """A page of tasks as text for a terminal."""
     if not page.tasks:
         return "  no tasks"
-    rows = [[printable(t.task_id, 40), printable(t.state), when(t.run_at, page.now),
-             printable(t.priority), printable(t.attempts), printable(t.ref, 30),
-             printable(t.queue, 20), printable(t.error_line, 60)] for t in page.tasks]
-    lines = table(["TASK ID", "STATE", "DUE", "PRIORITY", "ATTEMPTS", "TASK", "QUEUE", "ERROR"],
-                  rows, right={3, 4})
+    # A due time no snapshot holds (text, NaN) is shown as the row holds it.
+    rows = [[printable(t.task_id, 40), printable(t.state),
+             when(t.due if t.due is not None else line.run_at, page.now),
+             _or_dash(t.priority), _or_dash(t.version), printable(t.attempts),
+             _or_dash(t.last_outcome), _or_dash(t.name), _or_dash(t.queue),
+             printable(t.error or "", 60)]
+            for t, line in zip(snapshots(page), page.tasks, strict=True)]
+    lines = table(["TASK ID", "STATE", "DUE", "PRIORITY", "VERSION", "ATTEMPTS",
+                   "LAST OUTCOME", "TASK", "QUEUE", "ERROR"], rows, right={3, 4, 5})
     if page.next is not None:
         lines += ["", f"More: add --after {page.next}"]
     return "\n".join(lines)

@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ..durable import REGISTRY, DurableScheduler, TaskRegistry, open_store
-from ..durable.store import check_key
+from ..durable.store import Store, check_key
 from ..threadpool import ThreadPoolScheduler
 from ._common import (
     ExitCode,
@@ -161,10 +161,10 @@ def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
         pool.close()
         store.close()
         return fail("worker", f"cannot start on the store {where}: {first_line(exc)}")
-    log.info("worker %s serving %s (table %s), %s: %s, %d at once; on SIGTERM or SIGINT"
+    log.info("worker %s serving %s (table %s), %s: %s, %d at once, %s; on SIGTERM or SIGINT"
              " running tasks get %s s to finish", sched.owner, where, args.table,
              "every queue" if args.queues is None else "queues " + ", ".join(args.queues),
-             _served(registry), args.max_workers, _num(args.grace))
+             _served(registry), args.max_workers, _series_held(store), _num(args.grace))
     first = inbox.next(None)
     assert isinstance(first, _Signal)  # only the drain's closer puts anything else
     status = _drain(sched, pool, inbox, first, args)
@@ -177,6 +177,16 @@ def _run(args: argparse.Namespace, inbox: _Inbox) -> int:
         os._exit(status)
     store.close()
     return status
+
+
+def _series_held(store: Store) -> str:
+    """The recurring series the store holds, active and paused, as words for the log."""
+    try:
+        states = [row.state for row in store.series_table().rows()]
+    except Exception as exc:  # noqa: BLE001 - the summary line must not stop the worker
+        return f"recurring series not readable ({first_line(exc)})"
+    active, paused = states.count("active"), states.count("paused")
+    return f"{active + paused} recurring series ({paused} paused)"
 
 
 def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, first: _Signal,
@@ -216,9 +226,11 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
             stats = sched.stats()
             failed = stats["failed"] + stats["errors"]
             stopped = stats["stopped_by_close"]
-            log.info("stopped after running %d tasks (%d failed); %d unstarted claims and %d"
-                     " stopped runs handed back; no lease left", stats["completed"] + failed,
-                     failed, stats["handed_back"] - stopped, stopped)
+            log.info("stopped after running %d tasks (%d failed) and %d series fire times"
+                     " (%d failed); %d unstarted claims and %d stopped runs handed back; no"
+                     " lease left", stats["completed"] + failed, failed,
+                     stats["series_fires"], stats["series_failed"],
+                     stats["handed_back"] - stopped, stopped)
             return ExitCode.OK
         if event.at - counted < REPEAT_WINDOW:
             log.info("received %s within %s s of acting on the last one: the same stop request"

@@ -37,7 +37,8 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, NamedTuple
 
-from ..calendar import Cron, Event, Reading, Series, SeriesBook
+from ..calendar import Cron, Event, Fire, Reading, Series, SeriesBook
+from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import CANCELLED as CANCELLED_REASON
 from ..calendar.events import CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import SeriesHandle
@@ -275,12 +276,13 @@ class SeriesDriver:
                 asked = True
                 stopped = series.stopped
                 go = not stopped and self.book.begin(series, at)
+                fire = series.running  # with its lateness as it starts
             self.book.flush()
             if stopped:  # ended (cancelled, replaced, closed) while this waited for a worker
                 self.hub.emit([self._not_started(series, fire_time, woke)])
             if not go:
                 return
-            failed = self._claim_and_call(entry, fire_time, at)
+            failed = self._claim_and_call(entry, fire or Fire(fire_time, 0.0), at)
             at = self.read()
         except Exception:
             log.exception("durable series %r fire time %r: reading the clocks failed; the run"
@@ -297,10 +299,11 @@ class SeriesDriver:
             self._guarded(partial(self.table.set_state, entry.row.series_id, entry.generation,
                                   CANCELLED), "stopping a failed series")
 
-    def _claim_and_call(self, entry: Entry, fire_time: float, begun: Reading) -> bool:
+    def _claim_and_call(self, entry: Entry, fire: Fire, begun: Reading) -> bool:
         """Claim the fire time in the store (its statement sent after ``begun``) and run it
         if the claim is ours; True if the run failed."""
         row = entry.row
+        fire_time = fire.fire_time
         try:
             claim = self.table.claim(row.series_id, entry.generation, fire_time, self.owner,
                                      self.lease)
@@ -313,7 +316,7 @@ class SeriesDriver:
             self.counts.add("series_fires_elsewhere")
             return False
         self.counts.add("series_fires")
-        return self._call(entry, claim, self._hold(entry, claim, begun.mono))
+        return self._call(entry, claim, self._hold(entry, claim, begun.mono), fire)
 
     def rerun_expired(self) -> None:
         """Take over the fire times whose process died mid-run, and run each again."""
@@ -326,9 +329,10 @@ class SeriesDriver:
             entry = ours[claim.series_id]
             log.warning("durable series %r: fire time %r runs again (attempt %d): its lease"
                         " expired", claim.series_id, claim.fire_time, claim.attempts)
+            late = Fire(claim.fire_time, self.read().wall - claim.fire_time)
             running = self._hold(entry, claim, sent)
             try:
-                handle = self.start(partial(self._call, entry, claim, running),
+                handle = self.start(partial(self._call, entry, claim, running, late),
                                     entry.row.priority)
             except Exception:
                 self._claims.release(running.token)  # the pool is closed: left to expire
@@ -361,10 +365,11 @@ class SeriesDriver:
                         " was paused or starved for longer than the lease?); another process"
                         " may run it again", run.task_id, run.run_at)
 
-    def _call(self, entry: Entry, claim: FireClaim, running: RunningTask) -> bool:
+    def _call(self, entry: Entry, claim: FireClaim, running: RunningTask, fire: Fire) -> bool:
         """Run the claimed fire time if its lease is provably live now (else leave the
         lease to expire) and record its end; True if it failed: it raised, or the clock
-        could not be read to check the lease (the clocks' rule)."""
+        could not be read to check the lease (the clocks' rule). ``current_fire()``
+        gives ``fire`` inside the run."""
         assert entry.fn is not None
         failed, started = True, True
         try:
@@ -375,8 +380,12 @@ class SeriesDriver:
                             " for another run", claim.series_id, claim.fire_time)
                 self.counts.add("series_lease_lapsed")
                 return False
-            with _local.running(running, self.scheduler):
-                entry.fn(*entry.args, **entry.kwargs)
+            context = CURRENT_FIRE.set(fire)
+            try:
+                with _local.running(running, self.scheduler):
+                    entry.fn(*entry.args, **entry.kwargs)
+            finally:
+                CURRENT_FIRE.reset(context)
             failed = False
         except Exception as exc:  # noqa: BLE001 - the series' on_error decides
             log.error("durable series %r fire time %r failed:\n%s", claim.series_id,
@@ -523,12 +532,19 @@ class DurableSeriesHandle(SeriesHandle):
     __slots__ = ("generation",)
 
     def __init__(self, driver: SeriesDriver, entry: Entry, series: Series,
-                 gate: StoreGate) -> None:
+                 gate: StoreGate,
+                 notes: Callable[[str, int, str | None], None] | None = None) -> None:
         # Its scheduler's gate: the store writes, refused once the scheduler is closed.
         set_state = partial(driver.table.set_state, entry.row.series_id, entry.generation)
+        generation = entry.generation
+
+        def note(series_id: Hashable, text: str | None) -> None:
+            if notes is not None:  # a pause note, kept with this generation
+                gate.call(partial(notes, str(series_id), generation, text))
+
         super().__init__(driver.owner_of(entry, series), series, read=driver.read,
                          lock=driver.lock, notify=driver.wake,
-                         write=lambda state: gate.call(partial(set_state, state)))
+                         write=lambda state: gate.call(partial(set_state, state)), notes=note)
         self.generation = entry.generation
 
     def __repr__(self) -> str:

@@ -100,6 +100,11 @@ class MemoryStore(Store):
                         r["state"] == PENDING and _live(r, now), r["ref"], r["queue"])
                     for r in found]
 
+    def task_ids(self) -> list[str]:
+        """Every task id held, in any state (``rows()`` gives the pending ones). O(n)."""
+        with self._lock:
+            return list(self._rows)
+
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
         with self._lock:

@@ -21,7 +21,7 @@ from .listing_sql import POSTGRES, SQLITE, Dialect
 from .stores import POSTGRES as POSTGRES_KIND
 from .stores import parse_store_target
 
-__all__ = ["Database", "connect"]
+__all__ = ["Database", "connect", "target_of"]
 
 # A page that takes longer than this is cut off by PostgreSQL rather than holding a
 # connection (milliseconds); the listing's statements take a few.
@@ -58,6 +58,13 @@ def connect(target: str, *, writable: bool = False) -> Database:
     if kind == POSTGRES_KIND:
         return _PostgresDatabase(location, writable)
     return _SQLiteDatabase(location, writable)
+
+
+def target_of(store: object) -> str | None:
+    """The target ``connect`` opens for a SQL store (its URL or path); None for a store
+    without tables (a ``MemoryStore``)."""
+    target = getattr(store, "url", None) or getattr(store, "path", None)
+    return target if isinstance(target, str) else None
 
 
 class _SQLiteDatabase:

@@ -52,6 +52,8 @@ from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
 from ..calendar import Cron, Event, Every, Series
 from ..calendar.events import REPLACED
+from ..calendar.ledger import RunLedger
+from ..jobs import DEFAULT_HISTORY, Job, JobPage
 from ..pool.scheduler import check_worker_count
 from ..threadpool import ThreadPoolScheduler
 from . import _local
@@ -74,7 +76,10 @@ from ._series import DurableSeriesHandle, SeriesDriver
 from ._series_spec import Policies, encode_spec
 from ._settings import Routing, Settings
 from ._walltime import check_wall
+from .jobs import StoreJobs
+from .reading import connect, target_of
 from .registry import REGISTRY, TaskRegistry
+from .roster import Roster
 from .series_table import ACTIVE, SeriesRow
 from .store import NewTask, Store, check_key, encode_args
 from .stores import open_store
@@ -233,13 +238,23 @@ class DurableScheduler:
             served=lambda ref, queue: routing.served()(ref, queue), read=clocks.read,
             lease=lease, start=self._runs.submit, clock=clocks.mono, live_until=s.live_until,
             scheduler=self, retention=retention)
+        # This process's counts of its series' skipped, coalesced and late fire times.
+        ledger = RunLedger(DEFAULT_HISTORY)
+        self._series.hub.add_listener(ledger.observe)
+        self._jobs = StoreJobs(self.store, ledger, self.timebase.to_mono)
         for listener in listeners:  # before the series thread adopts anything
             self._series.hub.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
+        # A worker on a SQL store says what it serves beside its heartbeat (roster.py).
+        target = target_of(self.store)
+        self._roster = None if not max_workers or target is None else Roster(
+            connect(target, writable=True), getattr(self.store, "table", "pysched_tasks"),
+            self.owner, routing.serves, self.store.now)
         self._heartbeat = Heartbeat(s, self.store, clock=clocks.mono, lifecycle=lifecycle,
                                     inflight=inflight, counters=counters, wakeup=self._beat,
-                                    also=self._series.heartbeat)
+                                    also=partial(_beat_also, self._series.heartbeat,
+                                                 self._roster, counters))
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
@@ -459,7 +474,8 @@ class DurableScheduler:
                                              args_text, priority, queue, now.wall))
         entry = self._series.adopt(SeriesRow(task_id, generation, ACTIVE, spec, ref, args_text,
                                              priority, queue, now.wall, None), now)
-        return DurableSeriesHandle(self._series, entry, entry.series or probe, self._gate)
+        return DurableSeriesHandle(self._series, entry, entry.series or probe, self._gate,
+                                   self._jobs.set_note)
 
     def _replace_one_shot(self, task_id: str) -> None:
         """A series of ``task_id`` replaces its pending one-shot version (a running one runs on)."""
@@ -479,6 +495,37 @@ class DurableScheduler:
         """The stored row of ``task_id`` (every column), or None. One store read.
         SchedulerClosed once closed."""
         return self._gate.call(partial(self.store.get, task_id))
+
+    def jobs(self, state: str | None = None, *, queue: str | None = None,
+             name: str | None = None, limit: int = 100, after: str | None = None) -> JobPage:
+        """A page of the store's jobs as snapshots (``pysched.jobs``): the series first (by
+        id, with their next fire times and newest fire times claimed), then the tasks in
+        due order (``TaskInfo.due`` on ``clock``).
+
+        ``state``: only jobs in it, a task's ("pending", "running", "completed",
+        "failed", "error", "cancelled") or a series' ("active", "paused", "cancelled";
+        cancelled series only then). ``queue`` and ``name`` (a registered task name):
+        only jobs of them. ``limit``: at most this many (1 to 500); ``after``: the page
+        after the one whose ``next`` this is. Keyset pages, one index range scan each on
+        SQLite and PostgreSQL, as fast far into a million rows as at the start (a
+        ``MemoryStore`` scans its rows). A page holds fewer than ``limit`` where series
+        of another queue or name were left out. ValueError naming a bad argument;
+        SchedulerClosed once closed. The counters of a ``SeriesInfo`` are those this
+        process saw (the store keeps no skipped fire times).
+        """
+        if queue is not None:
+            check_key(queue, "queue")
+        if name is not None:
+            check_key(name, "name")
+        return self._gate.call(partial(self._jobs.jobs, state, queue, name, limit, after))
+
+    def describe(self, task_id: str) -> Job | None:
+        """The snapshot of ``task_id``: its active or paused series (``SeriesInfo``), else
+        its task row (``TaskInfo``: state, due, priority, version, attempts, last outcome
+        and error); a cancelled series if that is all there is; None when the store holds
+        nothing of it. A few primary-key reads. SchedulerClosed once closed."""
+        check_key(task_id, "task_id")
+        return self._gate.call(partial(self._jobs.describe, task_id))
 
     def stats(self) -> dict[str, Any]:
         """This process's view: owner, state, local pending entries, runs in flight, and
@@ -551,6 +598,9 @@ class DurableScheduler:
             if thread is not threading.current_thread() and not thread.name.endswith("claim"):
                 thread.join()
         self._runs.close_pool(wait=True)
+        self._jobs.close()
+        if self._roster is not None:
+            guarded(self._roster.leave, "leaving the workers' roster", self._counters)
         self._lifecycle.release_store()
         if self._owns_store:
             self.store.close()
@@ -561,6 +611,15 @@ class DurableScheduler:
                 future.set_exception(SchedulerClosed(
                     f"closed before task {future.task_id!r} version {future.version} ran here;"
                     " it stays in the store"))
+
+
+def _beat_also(series_beat: Callable[[], object], roster: Roster | None,
+               counters: Counters) -> None:
+    """The heartbeat's other chores: renew the series' fire-time leases, then write the
+    roster; each guarded, so one failing never skips the other."""
+    guarded(series_beat, "series heartbeat", counters)
+    if roster is not None:
+        guarded(roster.beat, "workers' roster", counters)
 
 
 def _queues(queues: Iterable[str]) -> tuple[str, ...]:

@@ -30,6 +30,10 @@ from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import COALESCED, ERROR, SKIPPED
 from ..calendar.handle import SeriesHandle
+from ..calendar.ledger import RunLedger
+from ..calendar.series import Fire
+from ..calendar.snapshot import wall_of
+from ..jobs import DEFAULT_HISTORY
 from .book import REPLACED
 from .clocks import Clocks
 from .future import TaskFuture
@@ -43,13 +47,16 @@ PAUSED_POLL = 1.0
 
 
 class PoolCalendar:
-    """The pool's share of the calendar: its clocks, one watch, one hub, one lock."""
+    """The pool's share of the calendar: its clocks, one watch, one hub, one lock, and one
+    ledger of its series' recent runs and counts (``history`` runs in all)."""
 
-    __slots__ = ("clocks", "hub", "lock", "_watch")
+    __slots__ = ("clocks", "hub", "lock", "ledger", "_watch")
 
-    def __init__(self, clocks: Clocks) -> None:
+    def __init__(self, clocks: Clocks, history: int = DEFAULT_HISTORY) -> None:
         self.clocks = clocks
+        self.ledger = RunLedger(history)
         self.hub = EventHub()
+        self.hub.add_listener(self.ledger.observe)
         self.lock = threading.Lock()
         self._watch = ClockWatch(clocks.reading())
 
@@ -151,22 +158,29 @@ class CalendarRecurrence(Recurrence):
         if fire is None:
             return
         self.fired = True
-        failed = True
+        error: BaseException | None = None
         context = CURRENT_FIRE.set(fire)
         try:
             self.fn(*self.args, **self.kwargs)
-            failed = False
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             CURRENT_FIRE.reset(context)
-            self._end_run(failed)
+            self._end_run(fire, now, error)
 
-    def _end_run(self, failed: bool) -> None:
-        """The run ended: the series is free again."""
+    def _end_run(self, fire: Fire, began: Reading, error: BaseException | None) -> None:
+        """The run of ``fire`` begun at ``began`` ended (raising ``error``, or None): it is
+        recorded, and the series is free again."""
         calendar = self.calendar
         end = calendar.read(fallback=True)
+        series = self.series
         with calendar.lock:
-            events = self.tally(self.series.finished(end, failed))
+            events = self.tally(series.finished(end, error is not None))
             self.last = end
+        calendar.ledger.run_ended(series.series_id, fire.fire_time,
+                                  wall_of(series, fire.fire_time, began), began.wall, end.wall,
+                                  error)
         calendar.hub.emit(events)
 
 
@@ -211,4 +225,4 @@ def pool_series_handle(task_id: Hashable, future: TaskFuture,
     """The handle ``ThreadPoolScheduler.schedule_recurring`` returns for ``record``."""
     calendar = record.calendar
     return SeriesHandle(PoolSeries(record, future), record.series, read=calendar.read,
-                        lock=calendar.lock, future=future)
+                        lock=calendar.lock, future=future, notes=calendar.ledger.set_note)

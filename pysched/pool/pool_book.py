@@ -74,8 +74,8 @@ class PoolVersion:
     differ: ``submit()`` and ``schedule()`` make one per call.
     """
 
-    __slots__ = ("pool", "fn", "args", "task_id", "future", "run_at", "task", "__dict__",
-                 "__weakref__")
+    __slots__ = ("pool", "fn", "args", "task_id", "future", "run_at", "priority", "task",
+                 "__dict__", "__weakref__")
 
     # Given when it is made, if not the default:
     kwargs: Mapping[str, Any] = NO_KWARGS
@@ -105,6 +105,7 @@ class PoolVersion:
         self.task_id: Hashable = None  # the book's key, once added
         self.future: TaskFuture | None = None  # made when the core first accepts it
         self.run_at = -math.inf  # of the pending version
+        self.priority = 0  # as given (the core's key differs under aging)
         self.task: Any = None  # the core's Task while claimed
 
     def has_started(self) -> bool:
@@ -171,6 +172,7 @@ class PoolBook(Book[PoolVersion]):
         version = self.core.schedule(task_id, run_at, priority, run.fn)
         if run_at.__class__ is not float:
             run_at = float(run_at)  # the core accepted it: a finite real
+        run.priority = priority
         self._adopt(task_id, run_at, run, version, now, ended)
 
     def _add_checked(self, task_id: Hashable, run_at: float, priority: int,
@@ -195,6 +197,7 @@ class PoolBook(Book[PoolVersion]):
             else:
                 bound.replace(task_id, priority)
         version = self.core.schedule(task_id, run_at, key, run.fn)
+        run.priority = priority
         self._adopt(task_id, run_at, run, version, now, ended)
         if victim is not None:
             self.drop_pending(victim, self.pending[victim], EVICTED, ended, bound_knows=False)

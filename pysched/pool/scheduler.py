@@ -30,10 +30,12 @@ from .._validate import (
     check_time,
 )
 from ..calendar import Cron, Event, Every, Series, SeriesHandle
+from ..jobs import DEFAULT_HISTORY, Job, JobPage
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
 from .clocks import Clocks, waiter_for
 from .future import TaskFuture
+from .jobs import PENDING, RUNNING, Held, build, check_state, describe_one
 from .pool_book import PoolBook, PoolVersion
 from .recurring import (
     FIXED_DELAY,
@@ -95,6 +97,8 @@ class ThreadPoolScheduler(Executor):
     bound pending versions (``pysched.pool.backpressure``); ``aging`` (seconds of
     waiting worth one priority level) turns on aging (``pysched.pool.aging``);
     ``lateness_samples`` sizes the lateness reservoir of ``stats()``;
+    ``history`` is how many runs of its recurring series, all together, the
+    pool keeps for ``describe()`` (default ``pysched.jobs.DEFAULT_HISTORY``, 1000);
     ``wall_clock`` (POSIX seconds, ``time.time``) is the clock calendar series
     of ``schedule_recurring`` fire on.
     ``_core_factory`` picks the core class (tests run both implementations).
@@ -110,6 +114,7 @@ class ThreadPoolScheduler(Executor):
                  thread_name_prefix: str = "pysched",
                  max_pending: int | None = None, overflow: str = "reject",
                  aging: float | None = None, lateness_samples: int = 4096,
+                 history: int = DEFAULT_HISTORY,
                  _core_factory: Callable[..., Any] | None = None,
                  _queue_factory: Callable[[int], Any] | None = None) -> None:
         if max_workers is None:  # ThreadPoolExecutor's default
@@ -140,7 +145,7 @@ class ThreadPoolScheduler(Executor):
         self._max_workers = max_workers
         self._clock = clock
         self._core = core
-        self._calendar = PoolCalendar(clocks)
+        self._calendar = PoolCalendar(clocks, history)
 
         def book(wakeups: PoolThreads) -> PoolBook:
             return PoolBook(core, max_workers, epoch, bound, aging, lateness_samples, wakeups)
@@ -273,6 +278,42 @@ class ThreadPoolScheduler(Executor):
         """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
         self._calendar.hub.add_listener(fn)
 
+    def jobs(self, state: str | None = None) -> JobPage:
+        """Every pending and running task version and every recurring series, as snapshots
+        (``pysched.jobs``): series first, then tasks in due order.
+
+        ``state``: only jobs in it: "pending" or "running" (tasks; a series with a run in
+        progress counts as running), "active" or "paused" (series); None for all.
+        ValueError for another state. O(n log n); the pool's lock is held only to
+        copy its books, each series' lock only to read it.
+        """
+        check_state(state)
+        now = self._calendar.read()
+        return build(self._held(_EVERY), now, self._calendar.ledger, self._calendar.lock, state)
+
+    def describe(self, task_id: Hashable) -> Job | None:
+        """The snapshot of ``task_id``: its series (``SeriesInfo``: next fire times, last
+        runs, counters, pause note) or its newest version (``TaskInfo``); None when the
+        pool holds nothing of it (a version that ended is its Future's). O(1) plus
+        O(history) for a series' last runs."""
+        check_hashable(task_id, "task_id")
+        now = self._calendar.read()
+        calendar = self._calendar
+        return describe_one(self._held(task_id), now, calendar.ledger, calendar.lock)
+
+    def _held(self, task_id: Hashable) -> list[Held]:
+        """The versions and series the book holds, of ``task_id`` (``_EVERY``: every id)."""
+        book = self._book
+        with self._lock:
+            if task_id is _EVERY:
+                pairs = [(r, PENDING) for r in book.pending.values()]
+                pairs += [(r, RUNNING) for r in book.running.values()]
+            else:
+                pairs = [(r, state) for r, state in ((book.pending.get(task_id), PENDING),
+                                                     (book.running.get(task_id), RUNNING))
+                         if r is not None]
+            return [_held(run, state) for run, state in pairs]
+
     def remove_listener(self, fn: Callable[[Event], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
         self._calendar.hub.remove_listener(fn)
@@ -377,6 +418,19 @@ class ThreadPoolScheduler(Executor):
             timeout = _check_seconds(timeout, "timeout", allow_zero=False)
         return PoolVersion(self._pool, fn, tuple(args), dict(kwargs) if kwargs else None,
                            timeout)
+
+
+_EVERY = object()  # _held()'s "every task id"
+
+
+def _held(run: PoolVersion, state: str) -> Held:
+    """One record of the book as ``jobs()`` lists it; under the pool's lock."""
+    record = run.series
+    future = run.future
+    version = None if future is None else future.version
+    if isinstance(record, CalendarRecurrence):
+        return Held(run.task_id, state, run.run_at, record.priority, version, record.series)
+    return Held(run.task_id, state, run.run_at, run.priority, version)
 
 
 def check_worker_count(value: Any, name: str = "max_workers") -> int:

@@ -235,8 +235,8 @@ def test_sigterm_lets_running_tasks_finish_and_hands_back_the_rest(place: dict[s
     assert all(row["lease_owner"] is None for row in after.values()), after  # no lease left
     assert {i for i, row in after.items() if row["state"] == "completed"} == set(started)
     assert {i for i, row in after.items() if row["state"] == "pending"} == set(ids) - set(started)
-    assert ("stopped after running 2 tasks (0 failed); 3 unstarted claims and 0 stopped runs"
-            " handed back") in worker.stderr()
+    assert ("stopped after running 2 tasks (0 failed) and 0 series fire times (0 failed);"
+            " 3 unstarted claims and 0 stopped runs handed back") in worker.stderr()
 
     again = start(place, "--max-workers", "2")  # the handed-back rows run, and only they
     with store_of(place) as store:

@@ -35,6 +35,8 @@ SCHEDULER: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "cancel": (lambda s: s.cancel("later"), Refused),
     "retry": (lambda s: s.retry("later"), Refused),
     "row": (lambda s: s.row("later"), Refused),
+    "jobs": (lambda s: s.jobs(), Refused),
+    "describe": (lambda s: s.describe("later"), Refused),
     "stats": (lambda s: s.stats()["state"], "closed"),
     "add_listener": (lambda s: s.add_listener(print), None),
     "remove_listener": (lambda s: (s.add_listener(repr), s.remove_listener(repr))[1], None),

@@ -176,7 +176,8 @@ def drop_postgres_table(url: str, table: str) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as db:
-        db.execute(f"DROP TABLE IF EXISTS {table}, {table}_meta, {table}_series, {table}_fires")
+        db.execute(f"DROP TABLE IF EXISTS {table}, {table}_meta, {table}_series, {table}_fires,"
+                   f" {table}_workers, {table}_series_notes")
         db.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
 
 
