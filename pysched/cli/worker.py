@@ -192,18 +192,18 @@ def _series_held(store: Store) -> str:
 def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, first: _Signal,
            args: argparse.Namespace) -> ExitCode:
     """Stop claiming, hand back what has not started, wait for what runs; the exit status."""
-    log.info("received %s: claiming no more; unstarted claims go back to the store; waiting up"
-             " to %s s for %d running tasks (send SIGTERM or SIGINT again to cancel them)",
-             first.name, _num(args.grace), pool.stats()["running"])
     sched.close(wait=False)
     pool.close(wait=False)  # cancels unstarted runs: the scheduler hands their claims back
     threading.Thread(target=_close_and_tell, args=(sched, inbox), daemon=True,
                      name="pysched-worker-drain").start()
     deadline = time.monotonic() + args.grace
-    # The window runs from when the worker has acted on the last counted signal:
-    # a handler runs on the main thread, so a repeat that arrived while it acted
-    # is timed late, and is still the same request.
+    # The window runs from when the worker has acted on the last counted signal
+    # (and said so): a handler runs on the main thread, so a repeat that arrived
+    # while it acted is timed late, and is still the same request.
     signals, counted, storing = 1, time.monotonic(), False
+    log.info("received %s: claiming no more; unstarted claims go back to the store; waiting up"
+             " to %s s for %d running tasks (send SIGTERM or SIGINT again to cancel them)",
+             first.name, _num(args.grace), pool.stats()["running"])
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -242,11 +242,11 @@ def _drain(sched: DurableScheduler, pool: ThreadPoolScheduler, inbox: _Inbox, fi
             log.warning("received %s a third time: exiting now", event.name)
             break
         deadline = min(deadline, time.monotonic() + args.cancel_grace)
+        pool.close(wait=False, cancel_running=True)
+        counted = time.monotonic()
         log.warning("received %s again: cancel tokens set on %d running tasks; waiting %s s"
                     " more", event.name, pool.stats()["running"],
                     _num(max(0.0, deadline - time.monotonic())))
-        pool.close(wait=False, cancel_running=True)
-        counted = time.monotonic()
     running = pool.stats()["running"]
     if running:
         log.error("exiting with %d tasks still running: their runs are abandoned and they run"

@@ -27,8 +27,8 @@ class FakeScheduler:
         pass
 
     def stats(self) -> dict[str, int]:
-        return {"completed": 0, "failed": 0, "errors": 0, "stopped_by_close": 0,
-                "handed_back": 0}
+        return dict.fromkeys(("completed", "failed", "errors", "stopped_by_close", "handed_back",
+                              "series_fires", "series_failed"), 0)
 
 
 class SlowPool:
