@@ -35,7 +35,7 @@ from ._sql_store import SQLStore
 from ._task_sql import PostgresTaskSQL
 from .records import Changes, Claim, NewTask, Outcome, Serves
 from .series_table import SQLSeriesTable
-from .store import ROW_FORMAT, batch_prefix, check_key, check_tasks, claimed, parse_json
+from .store import ROW_FORMAT, batch_prefix, check_key, claimed, parse_json
 
 __all__ = ["PostgresStore", "connect", "usable"]
 
@@ -66,6 +66,7 @@ class PostgresStore(SQLStore):
         self._own_pids: set[int] = set()
         self._pid_of: dict[int, int] = {}  # id(connection) -> its server process id
         self._series = SQLSeriesTable(sql.table, self._run_series, now=sql.now, pyformat=True)
+        self._start_group_commit()
         db = self._conns.get()
         with db.transaction():
             db.execute(sql.lock_schema, {"table": sql.table})
@@ -122,24 +123,47 @@ class PostgresStore(SQLStore):
 
     # -- what only PostgreSQL does so ------------------------------------------------------------
 
-    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        check_tasks(tasks)
-        if not tasks:
-            return []
+    def _schedule_rows(self, db: psycopg.Connection[Any], tasks: Sequence[NewTask]
+                       ) -> list[int]:
         versions: list[int] = []
-        db = self._conns.get()
-        with db.transaction():
-            # One statement per run of distinct ids (see PostgresTaskSQL.schedule).
-            for batch in _runs_without_repeats(tasks):
-                got = dict(db.execute(self.sql.schedule, {
-                    "fmt": ROW_FORMAT, "ids": [x.task_id for x in batch],
-                    "run_ats": [x.run_at for x in batch],
-                    "priorities": [x.priority for x in batch], "refs": [x.ref for x in batch],
-                    "args": [x.args for x in batch],
-                    "queues": [x.queue for x in batch]}).fetchall())
+        # One statement per run of distinct ids (see PostgresTaskSQL.schedule).
+        for batch in _runs_without_repeats(tasks):
+            got = dict(db.execute(self.sql.schedule, {
+                "fmt": ROW_FORMAT, "ids": [x.task_id for x in batch],
+                "run_ats": [x.run_at for x in batch],
+                "priorities": [x.priority for x in batch], "refs": [x.ref for x in batch],
+                "args": [x.args for x in batch],
+                "queues": [x.queue for x in batch]}).fetchall())
+            versions += [got[x.task_id] for x in batch]
+        return versions
+
+    def _schedule_bulk(self, tasks: Sequence[NewTask]) -> list[int]:
+        """COPY into a staging table of the transaction, then one INSERT from it per run
+        of distinct ids (see PostgresTaskSQL.stage)."""
+        sql = self.sql
+        runs = _runs_without_repeats(tasks)
+
+        def write(db: psycopg.Connection[Any]) -> list[int]:
+            db.execute(sql.create_stage)
+            with db.cursor() as cursor, cursor.copy(sql.copy_stage) as copy:
+                copy.set_types(sql.STAGE_TYPES)
+                for run, batch in enumerate(runs):
+                    for n, x in enumerate(batch):
+                        copy.write_row((run, n, x.task_id, x.run_at, x.priority, x.ref, x.args,
+                                        x.queue))
+            versions: list[int] = []
+            for run, batch in enumerate(runs):
+                got = dict(db.execute(sql.schedule_staged, {"fmt": ROW_FORMAT, "run": run}
+                                      ).fetchall())
                 versions += [got[x.task_id] for x in batch]
             self._announce(db, [x.task_id for x in tasks])
-        return versions
+            return versions
+
+        return self._write(write)
+
+    def _group_error(self, exc: Exception) -> bool:
+        # A lost connection or a conflict tried enough: the commit's fate is the server's.
+        return not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
