@@ -112,6 +112,11 @@ class SQLStore(Store):
 
         return self._write(write)
 
+    def _commit_one_statement(self, ops: Sequence[_Op]) -> list[Any] | None:
+        """The results of ``ops`` committed by one statement with its announcement, where
+        this database can; else None, and nothing written."""
+        return None
+
     @abstractmethod
     def _group_error(self, exc: Exception) -> bool:
         """Whether ``exc``, failing a group's transaction, may be one item's fault and
@@ -122,7 +127,9 @@ class SQLStore(Store):
     def _commit_group(self, group: Sequence[Write[_Op, Any]]) -> None:
         ops = [write.op for write in group]
         try:
-            results = self._write(lambda db: self._apply(db, ops))
+            results = self._commit_one_statement(ops)
+            if results is None:
+                results = self._write(lambda db: self._apply(db, ops))
         except Exception as exc:
             if len(group) == 1 or not self._group_error(exc):
                 for write in group:

@@ -369,6 +369,11 @@ class PostgresTaskSQL(TaskSQL):
             " CAST(:priorities AS bigint[]), CAST(:refs AS text[]), CAST(:args AS text[]),"
             " CAST(:queues AS text[])) WITH ORDINALITY AS u(i, r, p, f, a, q, n) ORDER BY n"
             f"{self._upsert} RETURNING task_id, version")
+        # The same with its notification, as one statement: a group of schedules commits in
+        # one round trip, without BEGIN and COMMIT (autocommit makes it its own transaction).
+        self.schedule_notify = sql(
+            f"WITH ins AS ({self.schedule}), note AS (SELECT pg_notify(:channel, :payload))"
+            " SELECT task_id, version FROM ins, note")
         # The bulk path: rows COPYed (binary) into a table of the transaction, each with
         # its run of distinct ids and its place in the run, then inserted a run at a time.
         stage = "pg_temp." + quote(f"{table}_stage")

@@ -93,17 +93,19 @@ class PostgresStore(SQLStore):
         """``work(db)`` in one transaction, run again if PostgreSQL broke a lock cycle
         or a serialization conflict by aborting it, as its documentation advises."""
         db = self._conns.get()
-        for attempt in range(_WRITE_ATTEMPTS):
-            try:
-                with db.transaction():
-                    return work(db)
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                if attempt == _WRITE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+
+        def transaction() -> W:
+            with db.transaction():
+                return work(db)
+
+        return _retried(transaction)
 
     def _announce(self, db: psycopg.Connection[Any], task_ids: Iterable[str]) -> None:
-        """Notify the ids in payloads that fit, never ``*``: a listener treats a full
+        for payload in self._payloads(task_ids):
+            db.execute(self.sql.notify, {"channel": self.table, "payload": payload})
+
+    def _payloads(self, task_ids: Iterable[str]) -> list[str]:
+        """The ids in notification payloads that fit, never ``*``: a listener treats a full
         re-read as suspect (any role may send one) and debounces it."""
         payloads: list[list[str]] = []
         chunk: list[str] = []
@@ -117,9 +119,29 @@ class PostgresStore(SQLStore):
             size += item
         if chunk:
             payloads.append(chunk)
-        for ids in payloads:
-            db.execute(self.sql.notify, {"channel": self.table,
-                                         "payload": json.dumps(ids, separators=(",", ":"))})
+        return [json.dumps(ids, separators=(",", ":")) for ids in payloads]
+
+    def _commit_one_statement(self, ops: Sequence[Any]) -> list[Any] | None:
+        """Schedules only, of distinct ids, notified in one payload: one statement."""
+        if any(op.kind != "schedule" for op in ops):
+            return None
+        tasks = [task for op in ops for task in op.tasks]
+        ids = [x.task_id for x in tasks]
+        if len(set(ids)) != len(ids):
+            return None
+        payloads = self._payloads(ids)
+        if len(payloads) != 1:
+            return None
+        params = {"fmt": ROW_FORMAT, "ids": ids, "run_ats": [x.run_at for x in tasks],
+                  "priorities": [x.priority for x in tasks], "refs": [x.ref for x in tasks],
+                  "args": [x.args for x in tasks], "queues": [x.queue for x in tasks],
+                  "channel": self.table, "payload": payloads[0]}
+        db = self._conns.get()
+        got = dict(_retried(lambda: db.execute(self.sql.schedule_notify, params).fetchall()))
+        results: list[Any] = []
+        for op in ops:
+            results.append([got[x.task_id] for x in op.tasks])
+        return results
 
     # -- what only PostgreSQL does so ------------------------------------------------------------
 
@@ -329,6 +351,18 @@ def _is_key(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _retried(attempt: Callable[[], W]) -> W:
+    """``attempt()``, made again if PostgreSQL aborted it to break a lock cycle or a
+    serialization conflict (nothing of it committed)."""
+    for tries in range(_WRITE_ATTEMPTS):
+        try:
+            return attempt()
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            if tries == _WRITE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:
