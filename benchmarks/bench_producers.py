@@ -171,7 +171,7 @@ def run_build(path: str, store_spec: str, args: argparse.Namespace) -> dict[str,
     env = {**os.environ, "PYTHONPATH": os.path.abspath(path)}
     done = subprocess.run(
         [sys.executable, __file__, "--measure", store_spec, "--seconds", str(args.seconds),
-         "--rate", str(args.rate), "--bulk", str(args.bulk if store_spec != "sqlite" or
+         "--rate", str(args.rate), "--bulk", str(args.bulk if not store_spec.startswith("sqlite") or
                                                  args.bulk_sqlite else 0)],
         env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if done.returncode != 0:

@@ -259,8 +259,9 @@ class SQLiteTaskSQL(TaskSQL):
         self.seed_meta = sql(f"INSERT INTO {meta} VALUES ('seq', 0), ('changes', 0)"
                              " ON CONFLICT (key) DO NOTHING")
         self.create_rest.append(self.seed_meta)
-        self.read_seq = sql(f"SELECT value FROM {meta} WHERE key = 'seq'")
-        self.write_seq = sql(f"UPDATE {meta} SET value = :seq WHERE key = 'seq'")
+        # Takes ``count`` scheduling order numbers at once: the last one taken.
+        self.take_seq = sql(f"UPDATE {meta} SET value = value + :count WHERE key = 'seq'"
+                            " RETURNING value")
         self.bump_seq = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'seq'")
         self.bump_changes = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'changes'")
         self.read_changes = sql(f"SELECT value FROM {meta} WHERE key = 'changes'")

@@ -110,8 +110,8 @@ class SQLiteStore(SQLStore):
 
     def _schedule_rows(self, db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[int]:
         sql = self.sql
-        (seq,) = db.execute(sql.read_seq).fetchone()
-        first = int(seq) + 1
+        (last,) = db.execute(sql.take_seq, {"count": len(tasks)}).fetchone()
+        first = int(last) - len(tasks) + 1
         versions: dict[int, int] = {}
         for start in range(0, len(tasks), sql.SCHEDULE_ROWS):
             chunk = tasks[start:start + sql.SCHEDULE_ROWS]
@@ -120,7 +120,6 @@ class SQLiteStore(SQLStore):
                 params += (task.task_id, task.run_at, task.priority, task.ref, task.args, n,
                            ROW_FORMAT, task.queue)
             versions.update(db.execute(sql.schedule(len(chunk)), params).fetchall())
-        db.execute(sql.write_seq, {"seq": first + len(tasks) - 1})
         return [versions[first + i] for i in range(len(tasks))]
 
     def _group_error(self, exc: Exception) -> bool:
