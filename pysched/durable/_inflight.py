@@ -9,10 +9,13 @@ Futures: task id -> version -> ``DurableFuture``, from ``schedule()`` until
 settled by the run here (``finished``), by a row read elsewhere
 (``supersede`` returns them), or failed at close (``close``).
 
-One lock guards both. It is a leaf (nothing else is locked or called while it
-is held) except in ``add_versions``, which holds it across one store write:
-otherwise the claiming thread could claim, run and finish a version before
-its Future exists.
+One lock guards both. It is a leaf: nothing else is locked or called while it
+is held. Store writes of new versions (``add_versions``) run outside it, so
+writes from many threads reach the store together (where they share a commit),
+each holding a ticket meanwhile. A claim waits for the tickets taken before
+it was recorded (``claimed``): otherwise the claiming thread could claim, run
+and finish a version before its Future exists. A write that ends after a newer
+version of its id was registered gets its Future superseded at once.
 """
 
 from __future__ import annotations
@@ -90,9 +93,14 @@ class Inflight:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._writes_ended = threading.Condition(self._lock)
         self._runs: dict[str, RunningTask] = {}
         self._futures: dict[str, dict[int, DurableFuture]] = {}
         self._closed = False  # every Future was taken by close(): no new ones
+        self._next_ticket = 0
+        # Ticket of each write in flight -> the newest version of each id that writes
+        # registered while it ran (to supersede its own older ones at once).
+        self._writing: dict[int, dict[str, int]] = {}
 
     def __len__(self) -> int:
         """The claims in flight here."""
@@ -111,6 +119,10 @@ class Inflight:
         run's record and its version's Future if one is watched here."""
         runs = []
         with self._lock:
+            # Writes that started before now may have committed claimed versions: their
+            # Futures must exist first. Later ones cannot have (the claim is done).
+            taken = self._next_ticket
+            self._writes_ended.wait_for(lambda: all(t >= taken for t in self._writing))
             for claim in claims:
                 running = RunningTask(claim, live_until)
                 self._runs[claim.token] = running
@@ -189,18 +201,43 @@ class Inflight:
                      ) -> tuple[list[DurableFuture], list[DurableFuture]]:
         """Store versions with ``write()`` (it returns their (task_id, version)) and make
         the Future of each with ``make``, before any claim of them is held here. Returns
-        the new Futures and those of older versions they supersede (to cancel).
+        the new Futures and those of older versions they supersede (to cancel), its own
+        among them where a newer version of its id was registered while it wrote.
         SchedulerClosed once closed, before anything is written."""
-        futures: list[DurableFuture] = []
-        superseded: list[DurableFuture] = []
         with self._lock:
             if self._closed:
                 raise SchedulerClosed("the durable scheduler is closed")
-            for task_id, version in write():
-                superseded += self._supersede(task_id, version)
-                future = make(task_id, version)
-                self._futures.setdefault(task_id, {})[version] = future
-                futures.append(future)
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            self._writing[ticket] = {}
+        written: Sequence[tuple[str, int]] = ()
+        try:
+            written = write()
+        finally:
+            with self._lock:
+                newer = self._writing.pop(ticket)
+                futures, superseded = self._register(written, newer, make)
+                self._writes_ended.notify_all()
+        return futures, superseded
+
+    def _register(self, written: Sequence[tuple[str, int]], newer: dict[str, int],
+                  make: Callable[[str, int], DurableFuture]
+                  ) -> tuple[list[DurableFuture], list[DurableFuture]]:
+        """Lock held: the Futures of a write's versions, and those superseded."""
+        futures: list[DurableFuture] = []
+        superseded: list[DurableFuture] = []
+        for task_id, version in written:
+            superseded += self._supersede(task_id, version)
+            future = make(task_id, version)
+            futures.append(future)
+            known = self._futures.setdefault(task_id, {})
+            if newer.get(task_id, 0) > version or any(v > version for v in known):
+                superseded.append(future)  # replaced while it was being written
+                continue
+            known[version] = future
+            for others in self._writing.values():  # writes in flight learn of it
+                if others.get(task_id, 0) < version:
+                    others[task_id] = version
         return futures, superseded
 
     def supersede(self, task_id: str, version: int) -> list[DurableFuture]:
@@ -242,9 +279,11 @@ class Inflight:
             return [i for i in self._futures if i not in elsewhere and i not in running]
 
     def close(self) -> list[DurableFuture]:
-        """Take every Future left (their versions did not finish here); no new ones."""
+        """Take every Future left (their versions did not finish here); no new ones.
+        Waits for the writes in flight to register theirs."""
         with self._lock:
             self._closed = True
+            self._writes_ended.wait_for(lambda: not self._writing)
             futures = [f for by_version in self._futures.values() for f in by_version.values()]
             self._futures.clear()
         return futures

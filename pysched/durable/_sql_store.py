@@ -11,7 +11,27 @@ databases is written here once, naming its statements on ``self.sql`` (a
   rows changed (PostgreSQL notifies; SQLite bumps a counter they poll);
 - ``_with_clock(params)``: the parameters, with the store's clock added where
   it is a parameter (SQLite's ``:now``);
-- ``schedule``, ``claim``, ``finish``, ``now`` and the notification methods.
+- ``_schedule_rows(db, tasks)``: inside a write, store ``tasks`` (in order, a
+  later item replacing an earlier one of its id), their versions;
+- ``_schedule_bulk(tasks)``: a batch of more than ``BULK_ROWS`` tasks in one
+  transaction of its own, the fastest way the database has (COPY, multi-row
+  statements);
+- ``_group_error(exc)``: whether a group's error may be an item's own (see below);
+- ``claim``, ``finish``, ``now`` and the notification methods.
+
+Group commit: ``schedule`` (of up to ``BULK_ROWS`` tasks), ``cancel`` and
+``retry`` calls that arrive together from many threads share one transaction
+(``GroupCommit``), run in the order they arrived: a run of schedules as one
+statement, then one announcement for the whole group. Each call returns once
+that transaction committed, with its own result. A bad item does not fail the
+others: when the group's transaction fails with an error that may be one
+item's (a value the database refuses, not a lost connection), it was rolled
+back whole, and each write of the group is committed again on its own, so
+that only the bad one raises. That costs one transaction per write, but only
+when a group fails; a savepoint per item would cost every group a round trip
+per item on PostgreSQL. An error of the connection or the database (lost,
+locked) fails the whole group: its commit may or may not have happened, so
+no write may be made again.
 
 A write of several rows first runs the dialect's lock statement for it, if it
 has one (``lock_rows``: PostgreSQL locks them in one order, so two such writes
@@ -22,17 +42,33 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, NamedTuple, TypeVar
 
+from ._group_commit import GroupCommit, Write
 from ._sql import rows_of
 from ._task_sql import COLUMNS, TaskSQL
-from .records import Row
+from .records import NewTask, Row
 from .series_table import SQLSeriesTable
-from .store import Store, check_key
+from .store import Store, check_key, check_tasks
 
-__all__ = ["SQLStore"]
+__all__ = ["BULK_ROWS", "SQLStore"]
 
 W = TypeVar("W")
+
+# A schedule of more rows commits on its own, by the bulk path: a group stays short, so
+# the calls queued behind it wait for no big insert.
+BULK_ROWS = 1000
+
+
+class _Op(NamedTuple):
+    """One call's write in a group: ``schedule`` (``tasks``), ``cancel`` (``task_id``,
+    ``version``) or ``retry`` (``task_id``)."""
+
+    kind: str
+    tasks: Sequence[NewTask] = ()
+    task_id: str = ""
+    version: int | None = None
 
 
 class SQLStore(Store):
@@ -40,6 +76,11 @@ class SQLStore(Store):
 
     sql: TaskSQL
     _series: SQLSeriesTable
+    _group: GroupCommit[_Op, Any]
+
+    def _start_group_commit(self) -> None:
+        """The subclass's __init__ calls this before any write."""
+        self._group = GroupCommit(self._commit_group)
 
     # -- what a subclass gives ---------------------------------------------------------------
 
@@ -58,6 +99,87 @@ class SQLStore(Store):
     def _with_clock(self, params: dict[str, Any]) -> dict[str, Any]:
         return params
 
+    @abstractmethod
+    def _schedule_rows(self, db: Any, tasks: Sequence[NewTask]) -> list[int]:
+        """Inside a write: store ``tasks`` in order; their versions."""
+
+    def _schedule_bulk(self, tasks: Sequence[NewTask]) -> list[int]:
+        """More than BULK_ROWS tasks in a transaction of their own; their versions."""
+        def write(db: Any) -> list[int]:
+            versions = self._schedule_rows(db, tasks)
+            self._announce(db, [task.task_id for task in tasks])
+            return versions
+
+        return self._write(write)
+
+    def _commit_one_statement(self, ops: Sequence[_Op]) -> list[Any] | None:
+        """The results of ``ops`` committed by one statement with its announcement, where
+        this database can; else None, and nothing written."""
+        return None
+
+    @abstractmethod
+    def _group_error(self, exc: Exception) -> bool:
+        """Whether ``exc``, failing a group's transaction, may be one item's fault and
+        leaves the connection usable with nothing committed (see the module)."""
+
+    # -- group commit ------------------------------------------------------------------------
+
+    def _commit_group(self, group: Sequence[Write[_Op, Any]]) -> None:
+        ops = [write.op for write in group]
+        try:
+            results = self._commit_one_statement(ops)
+            if results is None:
+                results = self._write(lambda db: self._apply(db, ops))
+        except Exception as exc:
+            if len(group) == 1 or not self._group_error(exc):
+                for write in group:
+                    write.fail(exc)
+                return
+            for write in group:  # each on its own: only a bad one fails
+                try:
+                    write.succeed(self._write(partial(self._apply, ops=[write.op]))[0])
+                except Exception as own:
+                    write.fail(own)
+            return
+        for write, result in zip(group, results, strict=True):
+            write.succeed(result)
+
+    def _apply(self, db: Any, ops: Sequence[_Op]) -> list[Any]:
+        """Inside one write: each op in order, its result; then one announcement."""
+        results: list[Any] = []
+        changed: list[str] = []
+        i = 0
+        while i < len(ops):
+            if ops[i].kind == "schedule":  # a run of schedules: one statement
+                end = i
+                while end < len(ops) and ops[end].kind == "schedule":
+                    end += 1
+                tasks = [task for op in ops[i:end] for task in op.tasks]
+                versions = self._schedule_rows(db, tasks)
+                start = 0
+                for op in ops[i:end]:
+                    results.append(versions[start:start + len(op.tasks)])
+                    start += len(op.tasks)
+                changed += [task.task_id for task in tasks]
+                i = end
+                continue
+            op = ops[i]
+            if op.kind == "cancel":
+                params = {"id": op.task_id, "version": op.version}
+                statement = self.sql.cancel
+            else:
+                params, statement = {"id": op.task_id}, self.sql.retry
+            row = db.execute(statement, self._with_clock(params)).fetchone()
+            if row is not None:
+                if op.kind == "retry":
+                    self._took_seq(db)
+                changed.append(op.task_id)
+            results.append(None if row is None else int(row[0]))
+            i += 1
+        if changed:
+            self._announce(db, changed)
+        return results
+
     # -- the methods both databases run alike ----------------------------------------------
 
     def _create(self, db: Any, lacks: Callable[[str], bool]) -> None:
@@ -74,18 +196,19 @@ class SQLStore(Store):
     def series_table(self) -> SQLSeriesTable:
         return self._series
 
+    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
+        check_tasks(tasks)
+        if not tasks:
+            return []
+        if len(tasks) > BULK_ROWS:
+            return self._schedule_bulk(tasks)
+        versions: list[int] = self._group.submit(_Op("schedule", tasks=list(tasks)))
+        return versions
+
     def cancel(self, task_id: str, version: int | None = None) -> int | None:
         check_key(task_id, "task_id")
-        params = self._with_clock({"id": task_id, "version": version})
-
-        def write(db: Any) -> Any:
-            row = db.execute(self.sql.cancel, params).fetchone()
-            if row is not None:
-                self._announce(db, [task_id])
-            return row
-
-        row = self._write(write)
-        return None if row is None else int(row[0])
+        result: int | None = self._group.submit(_Op("cancel", task_id=task_id, version=version))
+        return result
 
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         if task_ids is None:
@@ -95,17 +218,8 @@ class SQLStore(Store):
 
     def retry(self, task_id: str) -> int | None:
         check_key(task_id, "task_id")
-        params = self._with_clock({"id": task_id})
-
-        def write(db: Any) -> Any:
-            row = db.execute(self.sql.retry, params).fetchone()
-            if row is not None:
-                self._took_seq(db)
-                self._announce(db, [task_id])
-            return row
-
-        row = self._write(write)
-        return None if row is None else int(row[0])
+        result: int | None = self._group.submit(_Op("retry", task_id=task_id))
+        return result
 
     def _took_seq(self, db: Any) -> None:
         """A write used ``next_seq()`` once (SQLite counts it in its meta row)."""

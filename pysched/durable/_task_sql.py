@@ -259,21 +259,24 @@ class SQLiteTaskSQL(TaskSQL):
         self.seed_meta = sql(f"INSERT INTO {meta} VALUES ('seq', 0), ('changes', 0)"
                              " ON CONFLICT (key) DO NOTHING")
         self.create_rest.append(self.seed_meta)
-        self.read_seq = sql(f"SELECT value FROM {meta} WHERE key = 'seq'")
-        self.write_seq = sql(f"UPDATE {meta} SET value = :seq WHERE key = 'seq'")
+        # Takes ``count`` scheduling order numbers at once: the last one taken.
+        self.take_seq = sql(f"UPDATE {meta} SET value = value + :count WHERE key = 'seq'"
+                            " RETURNING value")
         self.bump_seq = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'seq'")
         self.bump_changes = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'changes'")
         self.read_changes = sql(f"SELECT value FROM {meta} WHERE key = 'changes'")
         # The statements run once per row take their parameters by position (?N, in the
         # order the comment gives): sqlite3 then binds a tuple instead of looking each
         # name up in a dict, a few microseconds per row.
-        # One row at a time: SQLite has no arrays, and a batch naming an id twice must
-        # give each item its own version. (id, run_at, priority, ref, args, seq, fmt,
-        # queue)
-        self.schedule = (
+        # Several rows in one statement (SQLite has no arrays): each row's conflict is
+        # resolved in order, so a batch naming an id twice gives each item its own
+        # version. RETURNING's order is not promised: each row's seq names it. Each
+        # row: (id, run_at, priority, ref, args, seq, fmt, queue).
+        self._schedule_head = (
             f"INSERT INTO {self.t} AS t (task_id, version, state, run_at, priority, ref, args,"
-            " attempts, seq, fmt, queue) VALUES (?1, 1, 'pending', ?2, ?3, ?4, ?5, 0, ?6, ?7,"
-            f" ?8){self._upsert} RETURNING version")
+            " attempts, seq, fmt, queue) VALUES ")
+        self._schedule_tail = f"{self._upsert} RETURNING seq, version"
+        self._schedule_rows: dict[int, str] = {}
         # An outcome where its claim still holds the row; a hand-back unrun (pending, no
         # retry_at) keeps the error of an earlier try and gives its attempt back.
         # (state, unrun, error, retry_at, now, id, token, version)
@@ -291,6 +294,19 @@ class SQLiteTaskSQL(TaskSQL):
             f"UPDATE {self.t} SET state = 'error', error = :error, updated_at = NOW,"
             " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
             " WHERE rowid = :rowid")
+
+    # Rows per schedule statement: 8 parameters each, well under SQLite's limit (32766).
+    SCHEDULE_ROWS = 256
+
+    def schedule(self, rows: int) -> str:
+        """The statement that schedules ``rows`` rows (1 to SCHEDULE_ROWS) of 8 parameters
+        each, by position; it returns (seq, version) per row."""
+        statement = self._schedule_rows.get(rows)
+        if statement is None:
+            values = ", ".join(["(?, 1, 'pending', ?, ?, ?, ?, 0, ?, ?, ?)"] * rows)
+            statement = self._schedule_rows[rows] = (
+                self._schedule_head + values + self._schedule_tail)
+        return statement
 
     def in_list(self, column: str, param: str) -> str:
         return f"{column} IN (SELECT value FROM json_each({param}))"
@@ -328,6 +344,7 @@ class PostgresTaskSQL(TaskSQL):
 
     now = "extract(epoch from clock_timestamp())"
     pyformat = True
+    STAGE_TYPES = ("int4", "int4", "text", "float8", "int8", "text", "text", "text")
     lock_due = " FOR UPDATE SKIP LOCKED"
     add_if_missing = " IF NOT EXISTS"
 
@@ -353,6 +370,22 @@ class PostgresTaskSQL(TaskSQL):
             " CAST(:priorities AS bigint[]), CAST(:refs AS text[]), CAST(:args AS text[]),"
             " CAST(:queues AS text[])) WITH ORDINALITY AS u(i, r, p, f, a, q, n) ORDER BY n"
             f"{self._upsert} RETURNING task_id, version")
+        # The same with its notification, as one statement: a group of schedules commits in
+        # one round trip, without BEGIN and COMMIT (autocommit makes it its own transaction).
+        self.schedule_notify = sql(
+            f"WITH ins AS ({self.schedule}), note AS (SELECT pg_notify(:channel, :payload))"
+            " SELECT task_id, version FROM ins, note")
+        # The bulk path: rows COPYed (binary) into a table of the transaction, each with
+        # its run of distinct ids and its place in the run, then inserted a run at a time.
+        stage = "pg_temp." + quote(f"{table}_stage")
+        self.create_stage = (f"CREATE TEMPORARY TABLE {stage} (g integer, n integer, i text,"
+                             " r float8, p bigint, f text, a text, q text) ON COMMIT DROP")
+        self.copy_stage = f"COPY {stage} FROM STDIN (FORMAT BINARY)"
+        self.schedule_staged = sql(
+            f"INSERT INTO {t} AS t (task_id, version, state, run_at, priority, ref, args,"
+            f" attempts, seq, fmt, queue) SELECT i, 1, 'pending', r, p, f, a, 0, {self.next_seq()},"
+            f" :fmt, q FROM {stage} WHERE g = :run ORDER BY n{self._upsert}"
+            " RETURNING task_id, version")
         # The outcomes whose claims still hold their rows, in one statement; a hand-back
         # unrun (pending, no retry_at) keeps the error of an earlier try and gives its
         # attempt back. Then the leases the other tokens still hold are released.

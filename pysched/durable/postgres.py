@@ -35,7 +35,7 @@ from ._sql_store import SQLStore
 from ._task_sql import PostgresTaskSQL
 from .records import Changes, Claim, NewTask, Outcome, Serves
 from .series_table import SQLSeriesTable
-from .store import ROW_FORMAT, batch_prefix, check_key, check_tasks, claimed, parse_json
+from .store import ROW_FORMAT, batch_prefix, check_key, claimed, parse_json
 
 __all__ = ["PostgresStore", "connect", "usable"]
 
@@ -66,6 +66,7 @@ class PostgresStore(SQLStore):
         self._own_pids: set[int] = set()
         self._pid_of: dict[int, int] = {}  # id(connection) -> its server process id
         self._series = SQLSeriesTable(sql.table, self._run_series, now=sql.now, pyformat=True)
+        self._start_group_commit()
         db = self._conns.get()
         with db.transaction():
             db.execute(sql.lock_schema, {"table": sql.table})
@@ -92,17 +93,19 @@ class PostgresStore(SQLStore):
         """``work(db)`` in one transaction, run again if PostgreSQL broke a lock cycle
         or a serialization conflict by aborting it, as its documentation advises."""
         db = self._conns.get()
-        for attempt in range(_WRITE_ATTEMPTS):
-            try:
-                with db.transaction():
-                    return work(db)
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                if attempt == _WRITE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+
+        def transaction() -> W:
+            with db.transaction():
+                return work(db)
+
+        return _retried(transaction)
 
     def _announce(self, db: psycopg.Connection[Any], task_ids: Iterable[str]) -> None:
-        """Notify the ids in payloads that fit, never ``*``: a listener treats a full
+        for payload in self._payloads(task_ids):
+            db.execute(self.sql.notify, {"channel": self.table, "payload": payload})
+
+    def _payloads(self, task_ids: Iterable[str]) -> list[str]:
+        """The ids in notification payloads that fit, never ``*``: a listener treats a full
         re-read as suspect (any role may send one) and debounces it."""
         payloads: list[list[str]] = []
         chunk: list[str] = []
@@ -116,30 +119,73 @@ class PostgresStore(SQLStore):
             size += item
         if chunk:
             payloads.append(chunk)
-        for ids in payloads:
-            db.execute(self.sql.notify, {"channel": self.table,
-                                         "payload": json.dumps(ids, separators=(",", ":"))})
+        return [json.dumps(ids, separators=(",", ":")) for ids in payloads]
+
+    def _commit_one_statement(self, ops: Sequence[Any]) -> list[Any] | None:
+        """Schedules only, of distinct ids, notified in one payload: one statement."""
+        if any(op.kind != "schedule" for op in ops):
+            return None
+        tasks = [task for op in ops for task in op.tasks]
+        ids = [x.task_id for x in tasks]
+        if len(set(ids)) != len(ids):
+            return None
+        payloads = self._payloads(ids)
+        if len(payloads) != 1:
+            return None
+        params = {"fmt": ROW_FORMAT, "ids": ids, "run_ats": [x.run_at for x in tasks],
+                  "priorities": [x.priority for x in tasks], "refs": [x.ref for x in tasks],
+                  "args": [x.args for x in tasks], "queues": [x.queue for x in tasks],
+                  "channel": self.table, "payload": payloads[0]}
+        db = self._conns.get()
+        got = dict(_retried(lambda: db.execute(self.sql.schedule_notify, params).fetchall()))
+        results: list[Any] = []
+        for op in ops:
+            results.append([got[x.task_id] for x in op.tasks])
+        return results
 
     # -- what only PostgreSQL does so ------------------------------------------------------------
 
-    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        check_tasks(tasks)
-        if not tasks:
-            return []
+    def _schedule_rows(self, db: psycopg.Connection[Any], tasks: Sequence[NewTask]
+                       ) -> list[int]:
         versions: list[int] = []
-        db = self._conns.get()
-        with db.transaction():
-            # One statement per run of distinct ids (see PostgresTaskSQL.schedule).
-            for batch in _runs_without_repeats(tasks):
-                got = dict(db.execute(self.sql.schedule, {
-                    "fmt": ROW_FORMAT, "ids": [x.task_id for x in batch],
-                    "run_ats": [x.run_at for x in batch],
-                    "priorities": [x.priority for x in batch], "refs": [x.ref for x in batch],
-                    "args": [x.args for x in batch],
-                    "queues": [x.queue for x in batch]}).fetchall())
+        # One statement per run of distinct ids (see PostgresTaskSQL.schedule).
+        for batch in _runs_without_repeats(tasks):
+            got = dict(db.execute(self.sql.schedule, {
+                "fmt": ROW_FORMAT, "ids": [x.task_id for x in batch],
+                "run_ats": [x.run_at for x in batch],
+                "priorities": [x.priority for x in batch], "refs": [x.ref for x in batch],
+                "args": [x.args for x in batch],
+                "queues": [x.queue for x in batch]}).fetchall())
+            versions += [got[x.task_id] for x in batch]
+        return versions
+
+    def _schedule_bulk(self, tasks: Sequence[NewTask]) -> list[int]:
+        """COPY into a staging table of the transaction, then one INSERT from it per run
+        of distinct ids (see PostgresTaskSQL.stage)."""
+        sql = self.sql
+        runs = _runs_without_repeats(tasks)
+
+        def write(db: psycopg.Connection[Any]) -> list[int]:
+            db.execute(sql.create_stage)
+            with db.cursor() as cursor, cursor.copy(sql.copy_stage) as copy:
+                copy.set_types(sql.STAGE_TYPES)
+                for run, batch in enumerate(runs):
+                    for n, x in enumerate(batch):
+                        copy.write_row((run, n, x.task_id, x.run_at, x.priority, x.ref, x.args,
+                                        x.queue))
+            versions: list[int] = []
+            for run, batch in enumerate(runs):
+                got = dict(db.execute(sql.schedule_staged, {"fmt": ROW_FORMAT, "run": run}
+                                      ).fetchall())
                 versions += [got[x.task_id] for x in batch]
             self._announce(db, [x.task_id for x in tasks])
-        return versions
+            return versions
+
+        return self._write(write)
+
+    def _group_error(self, exc: Exception) -> bool:
+        # A lost connection or a conflict tried enough: the commit's fate is the server's.
+        return not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
@@ -305,6 +351,18 @@ def _is_key(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _retried(attempt: Callable[[], W]) -> W:
+    """``attempt()``, made again if PostgreSQL aborted it to break a lock cycle or a
+    serialization conflict (nothing of it committed)."""
+    for tries in range(_WRITE_ATTEMPTS):
+        try:
+            return attempt()
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            if tries == _WRITE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _runs_without_repeats(tasks: Sequence[NewTask]) -> list[list[NewTask]]:

@@ -22,10 +22,10 @@ This module is the public face.
 
 Lock order: the ``Mirror``'s lock, then ``Inflight``'s, then ``Counters``' (each
 takes only later ones while held); a ``Wakeup``'s lock and the lifecycle's are
-leaves, and the outcome queue needs none. A store call is made under
-``Inflight``'s lock only to store new versions (see ``add_versions``); no
-thread inside a store call waits for a lock of the scheduler's. No lock is
-held across a user callable.
+leaves, and the outcome queue needs none. No store call is made under a
+lock of the scheduler's (a claim waits for the writes of new versions that
+started before it: see ``Inflight.add_versions``), and no thread inside a
+store call waits for one. No lock is held across a user callable.
 
 Life cycle: open -> closing (no new schedules, no new claims, claimed runs
 not yet started are handed back to the store unrun, running ones finish) ->

@@ -26,7 +26,7 @@ from ._sql_store import SQLStore
 from ._task_sql import SQLiteTaskSQL
 from .records import Claim, NewTask, Outcome, Serves
 from .series_table import SQLSeriesTable
-from .store import ROW_FORMAT, batch_prefix, check_tasks, claimed
+from .store import ROW_FORMAT, batch_prefix, claimed
 
 __all__ = ["SQLiteStore", "decode_text"]
 
@@ -60,6 +60,7 @@ class SQLiteStore(SQLStore):
         self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(
             self._connect, sqlite3.Connection.close)
         self._seen_changes: float | None = None
+        self._start_group_commit()
         self._series = SQLSeriesTable(sql.table, self._run_series, now=":now", pyformat=False,
                                       raw_id="CAST(s.series_id AS BLOB)")
         with self._transaction() as db:
@@ -107,22 +108,23 @@ class SQLiteStore(SQLStore):
 
     # -- what only SQLite does so --------------------------------------------------------------
 
-    def schedule(self, tasks: Sequence[NewTask]) -> list[int]:
-        check_tasks(tasks)
+    def _schedule_rows(self, db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[int]:
         sql = self.sql
-        versions = []
-        with self._transaction() as db:
-            (seq,) = db.execute(sql.read_seq).fetchone()
-            seq = int(seq)
-            for task in tasks:
-                seq += 1
-                (version,) = db.execute(sql.schedule, (
-                    task.task_id, task.run_at, task.priority, task.ref, task.args, seq,
-                    ROW_FORMAT, task.queue)).fetchone()
-                versions.append(version)
-            db.execute(sql.write_seq, {"seq": seq})
-            self._announce(db, [task.task_id for task in tasks])
-        return versions
+        (last,) = db.execute(sql.take_seq, {"count": len(tasks)}).fetchone()
+        first = int(last) - len(tasks) + 1
+        versions: dict[int, int] = {}
+        for start in range(0, len(tasks), sql.SCHEDULE_ROWS):
+            chunk = tasks[start:start + sql.SCHEDULE_ROWS]
+            params: list[Any] = []
+            for n, task in enumerate(chunk, first + start):
+                params += (task.task_id, task.run_at, task.priority, task.ref, task.args, n,
+                           ROW_FORMAT, task.queue)
+            versions.update(db.execute(sql.schedule(len(chunk)), params).fetchall())
+        return [versions[first + i] for i in range(len(tasks))]
+
+    def _group_error(self, exc: Exception) -> bool:
+        # Locked, busy, a disk error: the database's, not an item's.
+        return not isinstance(exc, sqlite3.OperationalError)
 
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
