@@ -33,10 +33,12 @@ from ..calendar.handle import SeriesHandle
 from .book import REPLACED
 from .clocks import Clocks
 from .future import TaskFuture
+from .pool_book import PoolOwner, PoolVersion
 from .recurring import CONTINUE, STOP, Recurrence
-from .token import CANCELLED, CLOSED
+from .token import CANCELLED, CLOSED, CancelToken
 
-__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "pool_series_handle"]
+__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "SeriesVersion",
+           "pool_series_handle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
 PAUSED_POLL = 1.0
@@ -68,8 +70,8 @@ class PoolCalendar:
 class CalendarRecurrence(Recurrence):
     """The pool's series record for a ``Series``: each run is a wake-up."""
 
-    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last", "_skipped",
-                 "_coalesced")
+    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last_wall", "last_mono",
+                 "_skipped", "_coalesced")
 
     def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
                  fn: Callable[..., Any], args: tuple[Any, ...],
@@ -80,7 +82,10 @@ class CalendarRecurrence(Recurrence):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
-        self.last = now  # the latest reading: the series was made at ``now``
+        # The latest reading, as two floats (no Reading object kept per series): the series
+        # was made at ``now``.
+        self.last_wall = now.wall
+        self.last_mono = now.mono
         # fire times skipped and coalesced since next_run last handed them to the book
         self._skipped = 0
         self._coalesced = 0
@@ -112,15 +117,14 @@ class CalendarRecurrence(Recurrence):
     def first_wake(self) -> float:
         """The pool-clock time of the first wake-up."""
         with self.calendar.lock:
-            return self._wake(self.last)
+            return self._wake(Reading(self.last_wall, self.last_mono))
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
         with self.calendar.lock:
             counted = self._skipped, self._coalesced
             self._skipped = self._coalesced = 0
-            last = self.last
-            return self._wake(Reading(last.wall + (end - last.mono), end)), *counted
+            return self._wake(Reading(self.last_wall + (end - self.last_mono), end)), *counted
 
     def _wake(self, now: Reading) -> float:
         wake = self.series.next_wake(now)
@@ -129,15 +133,20 @@ class CalendarRecurrence(Recurrence):
             return now.mono + PAUSED_POLL if self.series.paused else float("inf")
         return wake
 
-    def run(self) -> None:
-        """A wake-up, on a worker: run the user's function if a fire time starts now."""
+    def __call__(self) -> None:
+        """A wake-up, on a worker: run the user's function if a fire time starts now.
+
+        The record is the version's callable itself: a bound method would be one
+        more object per series for the collector to track.
+        """
         calendar = self.calendar
         series = self.series
         events: list[Event] = []
         self.fired = False
         now = calendar.read(fallback=True)
         with calendar.lock:
-            self.last = now
+            self.last_wall = now.wall
+            self.last_mono = now.mono
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
             events += self.tally(decision.events)
@@ -166,8 +175,35 @@ class CalendarRecurrence(Recurrence):
         end = calendar.read(fallback=True)
         with calendar.lock:
             events = self.tally(self.series.finished(end, failed))
-            self.last = end
+            self.last_wall = end.wall
+            self.last_mono = end.mono
         calendar.hub.emit(events)
+
+
+class SeriesVersion(PoolVersion):
+    """The book's record of a pool series: a ``PoolVersion`` whose fields are all slots.
+
+    A ``PoolVersion`` keeps the fields most versions leave at their default in
+    a ``__dict__`` made on first use; a series sets several of them (its
+    ``series``, then ``in_run``, ``run_no``... at each run), so for a series
+    that dict would be made at once and kept as long as the series lives.
+    """
+
+    __slots__ = ("series", "timeout", "cancel_reason", "in_run", "run_no", "stop_reason",
+                 "token", "deadline", "timed_out")
+
+    def __init__(self, pool: PoolOwner, record: CalendarRecurrence,
+                 timeout: float | None) -> None:
+        # the defaults of PoolVersion's class attributes, as slots
+        self.cancel_reason: str | None = None
+        self.in_run = False
+        self.run_no = 0
+        self.stop_reason: str | None = None
+        self.token: CancelToken | None = None
+        self.deadline: float | None = None
+        self.timed_out = False
+        self.timeout = timeout
+        super().__init__(pool, record, series=record)
 
 
 class PoolSeries:

@@ -290,6 +290,9 @@ class PoolBook(Book[PoolVersion]):
             resolves = True
         series = run.series
         if series is not None:
+            # The record outlives the run: it keeps no core Task, one more object per
+            # series for the collector to track.
+            run.task = None
             in_run = run.in_run
             run.in_run = False
             failure = self._next_run(task.task_id, run, series, failure, end, ended)
