@@ -32,12 +32,12 @@ from ..calendar.events import COALESCED, ERROR, SKIPPED
 from ..calendar.handle import SeriesHandle
 from .book import REPLACED
 from .clocks import Clocks
-from .future import TaskFuture
+from .future import FutureOwner, TaskFuture
 from .pool_book import PoolOwner, PoolVersion
 from .recurring import CONTINUE, STOP, Recurrence
 from .token import CANCELLED, CLOSED, CancelToken
 
-__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "SeriesVersion",
+__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "SeriesFuture", "SeriesVersion",
            "pool_series_handle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
@@ -180,6 +180,51 @@ class CalendarRecurrence(Recurrence):
         calendar.hub.emit(events)
 
 
+class SeriesFuture(TaskFuture):
+    """The Future of a pool series: it ends its ``Series`` as it resolves.
+
+    Cancelled, replaced, closed, or failed by a run that stopped the series:
+    the series' ``CalendarRecurrence.ended`` is called once, before any done
+    callback, as a done callback of its own would be, without the list and
+    bound method one costs for every series. The record is dropped then, so
+    a Future kept after its series ended holds nothing of it.
+    """
+
+    def __init__(self, owner: FutureOwner, task_id: Hashable, version: int,
+                 record: CalendarRecurrence) -> None:
+        super().__init__(owner, task_id, version)
+        self._series_record: CalendarRecurrence | None = record
+
+    def has_done_callbacks(self) -> bool:
+        """Ending its series emits events to listeners, user code: as a done callback."""
+        return self._series_record is not None or super().has_done_callbacks()
+
+    def cancel(self) -> bool:
+        cancelled = super().cancel()
+        self._end_series()
+        return cancelled
+
+    def notify_cancelled(self, reason: str) -> None:
+        super().notify_cancelled(reason)
+        self._end_series()
+
+    def settle(self, result: Any, exception: BaseException | None) -> bool:
+        settled = super().settle(result, exception)
+        self._end_series()
+        return settled
+
+    def _invoke_callbacks(self) -> None:
+        self._end_series()  # first, as the first done callback would run
+        super()._invoke_callbacks()  # type: ignore[misc]
+
+    def _end_series(self) -> None:
+        """Once done: end the series (at most once; ``Series.cancel`` is idempotent too)."""
+        record = self._series_record
+        if record is not None and self.done():
+            self._series_record = None
+            record.ended(self)
+
+
 class SeriesVersion(PoolVersion):
     """The book's record of a pool series: a ``PoolVersion`` whose fields are all slots.
 
@@ -204,6 +249,10 @@ class SeriesVersion(PoolVersion):
         self.timed_out = False
         self.timeout = timeout
         super().__init__(pool, record, series=record)
+
+    def new_future(self, task_id: Hashable, version: int) -> SeriesFuture:
+        """The series' Future, which ends its ``Series`` as it resolves."""
+        return SeriesFuture(self.pool, task_id, version, self.series)  # type: ignore[arg-type]
 
 
 class PoolSeries:

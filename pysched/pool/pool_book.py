@@ -107,6 +107,10 @@ class PoolVersion:
         self.run_at = -math.inf  # of the pending version
         self.task: Any = None  # the core's Task while claimed
 
+    def new_future(self, task_id: Hashable, version: int) -> TaskFuture:
+        """The Future of this version, made once the core accepted it as ``version``."""
+        return TaskFuture(self.pool, task_id, version)
+
     def has_started(self) -> bool:
         """Whether the claimed version started: its Future is running."""
         return self.future is not None and self.future.running()
@@ -203,7 +207,7 @@ class PoolBook(Book[PoolVersion]):
                now: float, ended: list[PoolVersion]) -> None:
         """The core took ``run`` as ``version`` of ``task_id``: book it (see Book.adopt)."""
         if run.future is None:  # its first version (a series keeps its first Future)
-            run.future = TaskFuture(run.pool, task_id, version)
+            run.future = run.new_future(task_id, version)
         run.run_at = run_at
         self.counts.scheduled += 1
         ended_now = self.adopt(task_id, run)

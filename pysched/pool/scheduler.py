@@ -270,8 +270,8 @@ class ThreadPoolScheduler(Executor):
         call = self._new_version(fn, args, kwargs, timeout)
         record = CalendarRecurrence(series, priority, calendar, fn, call.args, call.kwargs, now)
         run = SeriesVersion(self._pool, record, call.timeout)
+        # its Future ends the series as it resolves: cancelled, replaced, closed, or failed
         fut = self._pool.add(task_id, record.first_wake(), priority, run, now.mono)
-        fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return pool_series_handle(task_id, fut, record)
 
     def add_listener(self, fn: Callable[[Event], object]) -> None:
