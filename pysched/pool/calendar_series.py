@@ -47,12 +47,14 @@ PAUSED_POLL = 1.0
 class PoolCalendar:
     """The pool's share of the calendar: its clocks, one watch, one hub, one lock."""
 
-    __slots__ = ("clocks", "hub", "lock", "_watch")
+    __slots__ = ("clocks", "hub", "lock", "future_lock", "_watch")
 
     def __init__(self, clocks: Clocks) -> None:
         self.clocks = clocks
         self.hub = EventHub()
         self.lock = threading.Lock()
+        # The lock of every series' Future (see SeriesFuture).
+        self.future_lock = threading.RLock()
         self._watch = ClockWatch(clocks.reading())
 
     def read(self, fallback: bool = False) -> Reading:
@@ -172,9 +174,15 @@ class CalendarRecurrence(Recurrence):
     def _end_run(self, failed: bool) -> None:
         """The run ended: the series is free again."""
         calendar = self.calendar
-        end = calendar.read(fallback=True)
+        series = self.series
+        # An interval series decides its end on the monotonic clock alone: one reading,
+        # not a pair, and its wall time carried forward as next_run does.
+        mono = series.timeline == "monotonic"
+        end = calendar.read(fallback=True) if not mono else calendar.clocks.now(fallback=True)
         with calendar.lock:
-            events = self.tally(self.series.finished(end, failed))
+            if not isinstance(end, Reading):
+                end = Reading(self.last_wall + (end - self.last_mono), end)
+            events = self.tally(series.finished(end, failed))
             self.last_wall = end.wall
             self.last_mono = end.mono
         calendar.hub.emit(events)
@@ -188,11 +196,19 @@ class SeriesFuture(TaskFuture):
     callback, as a done callback of its own would be, without the list and
     bound method one costs for every series. The record is dropped then, so
     a Future kept after its series ended holds nothing of it.
+
+    The series' Futures of one pool share one ``RLock`` (a tracked object
+    each otherwise). That lock is only held for a state change and the
+    notifying of waiters, which block on a Condition of their own Future and
+    release it while they wait; no callback runs under it. Waiting on many
+    Futures at once (``concurrent.futures.wait``) takes it once per Future,
+    which an RLock allows.
     """
 
     def __init__(self, owner: FutureOwner, task_id: Hashable, version: int,
                  record: CalendarRecurrence) -> None:
         super().__init__(owner, task_id, version)
+        self._lock = self._condition = record.calendar.future_lock  # type: ignore[assignment]
         self._series_record: CalendarRecurrence | None = record
 
     def has_done_callbacks(self) -> bool:
