@@ -174,15 +174,9 @@ class CalendarRecurrence(Recurrence):
     def _end_run(self, failed: bool) -> None:
         """The run ended: the series is free again."""
         calendar = self.calendar
-        series = self.series
-        # An interval series decides its end on the monotonic clock alone: one reading,
-        # not a pair, and its wall time carried forward as next_run does.
-        mono = series.timeline == "monotonic"
-        end = calendar.read(fallback=True) if not mono else calendar.clocks.now(fallback=True)
+        end = calendar.read(fallback=True)
         with calendar.lock:
-            if not isinstance(end, Reading):
-                end = Reading(self.last_wall + (end - self.last_mono), end)
-            events = self.tally(series.finished(end, failed))
+            events = self.tally(self.series.finished(end, failed))
             self.last_wall = end.wall
             self.last_mono = end.mono
         calendar.hub.emit(events)
