@@ -47,7 +47,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -105,6 +105,15 @@ def make_jobs(series: int, seconds: int, seed: int = 0) -> Jobs:
 
 
 @dataclass
+class Footprint:
+    """What adding the series cost the process: resident bytes and tracked objects."""
+
+    rss: int = 0  # growth of the resident set, bytes
+    tracked: int = 0  # growth of len(gc.get_objects()), after a full collection
+    frozen: bool = False  # gc.freeze() was called once the series were added
+
+
+@dataclass
 class Recording:
     """What one competitor's turn left behind, before it is summarized."""
 
@@ -116,16 +125,7 @@ class Recording:
     setup_cpu: float
     drops: dict[str, int]  # skipped or late fire times by the scheduler's own account
     version: str
-    footprint: Footprint
-
-
-@dataclass
-class Footprint:
-    """What adding the series cost the process: resident bytes and tracked objects."""
-
-    rss: int = 0  # growth of the resident set, bytes
-    tracked: int = 0  # growth of len(gc.get_objects()), after a full collection
-    frozen: bool = False  # gc.freeze() was called once the series were added
+    footprint: Footprint = field(default_factory=Footprint)
 
 
 def _rss() -> int:
