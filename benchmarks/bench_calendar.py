@@ -6,7 +6,7 @@ turns, each turn in a fresh process. Reports the fire times expected and run,
 any missing, run twice or early, start lateness p50/p99/max, and the process's
 CPU time per fire. What is measured and how: ``pysched.bench.calendar_workloads``.
 
-Run: ``nice python benchmarks/bench_calendar.py [--series 100000] [--seconds 60]
+Run: ``nice python benchmarks/bench_calendar.py [--series 100000] [--seconds 60] [--freeze]
 [--repeats 3] [--workers 10] [--json FILE]`` (APScheduler 3 from the ``bench``
 extra; without it pysched runs alone).
 """
@@ -37,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
                        help="seconds after the window to wait for its last fire times")
     parse.add_argument("--only", choices=calendar.COMPETITORS, action="append",
                        help="run only this competitor (repeatable)")
+    parse.add_argument("--freeze", action="store_true",
+                       help="gc.freeze() in every competitor once its series are added")
     parse.add_argument("--json", metavar="FILE", help="write every turn's figures here")
     args = parse.parse_args(argv)
     competitors = args.only or list(calendar.COMPETITORS)
@@ -46,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
         competitors.remove(calendar.APSCHEDULER)
     result = calendar.compare(args.series, args.seconds, args.repeats, workers=args.workers,
                               seed=args.seed, lead=args.lead, drain=args.drain,
-                              competitors=competitors,
+                              competitors=competitors, freeze=args.freeze,
                               progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(calendar.render(result))
     if args.json:

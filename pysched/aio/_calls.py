@@ -10,7 +10,7 @@ from typing import Any
 
 from .._validate import check_callable
 
-__all__ = ["TASKS_TAKE_A_CONTEXT", "bound_call", "has_begun", "settable"]
+__all__ = ["TASKS_TAKE_A_CONTEXT", "bound_call", "checked_call", "has_begun", "settable"]
 
 # 3.10's create_task takes no context: there a Task copies the current one.
 TASKS_TAKE_A_CONTEXT = sys.version_info >= (3, 11)
@@ -35,15 +35,22 @@ def settable(exc: BaseException) -> BaseException:
     return exc
 
 
-def bound_call(fn: Callable[..., Any], args: Iterable[Any],
-                kwargs: Mapping[str, Any] | None) -> Callable[[], Any]:
-    """``fn`` with its arguments bound, after checking all three."""
+def checked_call(fn: Callable[..., Any], args: Iterable[Any], kwargs: Mapping[str, Any] | None
+                 ) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
+    """``args`` as a tuple and ``kwargs`` as a dict (None when empty), after checking all
+    three."""
     check_callable(fn, "fn")
     if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
         raise TypeError(f"args must be an iterable of arguments, not {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise TypeError(f"kwargs must be a mapping, not {type(kwargs).__name__}")
-    args = tuple(args)
+    return tuple(args), dict(kwargs) if kwargs else None
+
+
+def bound_call(fn: Callable[..., Any], args: Iterable[Any],
+               kwargs: Mapping[str, Any] | None) -> Callable[[], Any]:
+    """``fn`` with its arguments bound, after checking all three."""
+    args, kwargs = checked_call(fn, args, kwargs)
     if not args and not kwargs:
         return fn
     return functools.partial(fn, *args, **(kwargs or {}))

@@ -46,7 +46,7 @@ from ..calendar.snapshot import wall_of
 from ..jobs import DEFAULT_HISTORY
 from ..pool.clocks import Clocks
 from ..pool.jobs import Held
-from ._calls import bound_call
+from ._calls import checked_call
 from ._host import Host
 from ._timer import DeadlineTimer
 
@@ -64,12 +64,25 @@ class FireKey(NamedTuple):
     series_id: Hashable
 
 
-class _Entry(NamedTuple):
-    """What a series runs: its bound function, priority and the caller's context."""
+class _Entry(Series):
+    """A series of the loop with what it runs: its function and arguments, its priority
+    and the caller's context. One object, not a series and a tuple beside it."""
 
-    call: Callable[[], Any]
-    priority: int
-    context: contextvars.Context
+    __slots__ = ("fn", "args", "kwargs", "priority", "context")
+
+    def bind(self, fn: Callable[..., Any], args: tuple[Any, ...],
+             kwargs: dict[str, Any] | None, priority: int,
+             context: contextvars.Context) -> None:
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.priority = priority
+        self.context = context
+
+    def call(self) -> Any:
+        """The series' function, on its arguments."""
+        kwargs = self.kwargs
+        return self.fn(*self.args, **kwargs) if kwargs else self.fn(*self.args)
 
 
 class _Run:
@@ -110,7 +123,8 @@ class SeriesDriver:
     """The AsyncScheduler's series: one book, one timer, one hub of events."""
 
     __slots__ = ("hub", "ledger", "_clocks", "_submit", "_on_lost", "_replace_task",
-                 "_handle_lock", "_loop", "_book", "entries", "_timer", "_host", "_closed")
+                 "_handle_lock", "_loop", "_book", "entries", "_timer", "_host", "_closed",
+                 "_context")
 
     def __init__(self, clocks: Clocks, submit: Submit, on_lost: Callable[[], None],
                  replace_task: Callable[[Hashable], None] = lambda task_id: None,
@@ -136,6 +150,7 @@ class SeriesDriver:
         # shutdown cancels it, which closes the scheduler, so no run starts in the teardown.
         self._host: Host | None = None
         self._closed = False
+        self._context: contextvars.Context | None = None  # the last caller's, copied
 
     def read(self, fallback: bool = False) -> Reading:
         """Both clocks (``Clocks.reading``): ``fallback`` in the loop's callbacks, which
@@ -153,7 +168,7 @@ class SeriesDriver:
         priority = check_priority(priority, "priority")
         if not isinstance(trigger, (Cron, Every)):
             raise TypeError(f"trigger must be a Cron or an Every, not {type(trigger).__name__}")
-        call = bound_call(fn, args, kwargs)
+        args, kwargs = checked_call(fn, args, kwargs)
         if self._loop is None:
             self._loop = loop
             self._timer = DeadlineTimer(loop, self._wake)
@@ -161,16 +176,30 @@ class SeriesDriver:
         if book is None:
             book = self._book = SeriesBook(self.read(), self.hub)
         now = self.read()
-        series = Series(task_id, trigger, now, misfire_grace=misfire_grace, catch_up=catch_up,
+        series = _Entry(task_id, trigger, now, misfire_grace=misfire_grace, catch_up=catch_up,
                         overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
+        series.bind(fn, args, kwargs, priority, self._caller_context())
         self._replace_task(task_id)  # every argument is checked: the change may begin
         book.add(series, now)
-        self.entries[task_id] = _Entry(call, priority, contextvars.copy_context())
+        self.entries[task_id] = series
         book.flush()
         self._rearm()
         return SeriesHandle(book, series, read=self.read, lock=self._handle_lock,
                             notify=lambda: self._changed(task_id, series),
                             notes=self.ledger.set_note)
+
+    def _caller_context(self) -> contextvars.Context:
+        """A copy of the current context; the one copied last if it holds the same values.
+
+        Series added in a row from one context share one copy (a tracked object
+        each otherwise). A copy is only ever entered to submit a run's version,
+        which takes a copy of its own, so sharing it changes no run's context.
+        """
+        context = contextvars.copy_context()
+        if context == self._context:  # same variables, same values
+            return self._context
+        self._context = context
+        return context
 
     def holds(self, task_id: Hashable) -> bool:
         """Whether a series of this id is running here."""
@@ -291,7 +320,7 @@ class SeriesDriver:
         A coroutine function's run begins at its Task's first step, so a
         version released before it (the start rule) has run nothing.
         """
-        if iscoroutinefunction(run.entry.call):
+        if iscoroutinefunction(run.entry.fn):
             return self._start_coroutine(run)
         if not self._begin(run):
             return None

@@ -33,10 +33,13 @@ the first one alternating between rounds, and reports medians.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import importlib
 import json
 import logging
 import math
+import os
 import random
 import statistics
 import subprocess
@@ -44,7 +47,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -54,7 +57,12 @@ __all__ = ["COMPETITORS", "Jobs", "compare", "make_jobs", "render", "run_turn", 
 
 PYSCHED = "pysched"
 APSCHEDULER = "APScheduler"
-COMPETITORS = (PYSCHED, APSCHEDULER)
+PYSCHED_AIO = "pysched-asyncio"
+PLAIN_ASYNCIO = "asyncio call_at"
+COMPETITORS = (PYSCHED, APSCHEDULER, PYSCHED_AIO, PLAIN_ASYNCIO)
+# Who is compared with whom: the thread pools, and the event loops.
+THREADED = (PYSCHED, APSCHEDULER)
+LOOPED = (PYSCHED_AIO, PLAIN_ASYNCIO)
 # Longest period; series i runs every 1 + i % LONGEST seconds.
 LONGEST = 60
 # How far a fire time may lie from its place on the grid (window start + phase
@@ -97,6 +105,15 @@ def make_jobs(series: int, seconds: int, seed: int = 0) -> Jobs:
 
 
 @dataclass
+class Footprint:
+    """What adding the series cost the process: resident bytes and tracked objects."""
+
+    rss: int = 0  # growth of the resident set, bytes
+    tracked: int = 0  # growth of len(gc.get_objects()), after a full collection
+    frozen: bool = False  # gc.freeze() was called once the series were added
+
+
+@dataclass
 class Recording:
     """What one competitor's turn left behind, before it is summarized."""
 
@@ -108,6 +125,42 @@ class Recording:
     setup_cpu: float
     drops: dict[str, int]  # skipped or late fire times by the scheduler's own account
     version: str
+    footprint: Footprint = field(default_factory=Footprint)
+
+
+def _rss() -> int:
+    """The process's resident set, bytes (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+class Measure:
+    """Around adding the series: the footprint; then, if asked, freeze what they hold.
+
+    ``gc.freeze()`` moves every object tracked so far out of the collector's
+    generations, so full collections no longer traverse the series: safe for
+    a series that holds no reference cycle (one cancelled later is freed by
+    reference counting; a frozen cycle would be kept until ``gc.unfreeze()``).
+    """
+
+    def __init__(self, freeze: bool) -> None:
+        self.freeze = freeze
+        self.footprint = Footprint(frozen=freeze)
+
+    def __enter__(self) -> Measure:
+        gc.collect()
+        self._tracked, self._rss = len(gc.get_objects()), _rss()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        gc.collect()
+        self.footprint.rss = _rss() - self._rss
+        self.footprint.tracked = len(gc.get_objects()) - self._tracked
+        if self.freeze:
+            gc.freeze()
 
 
 def summarize(jobs: Jobs, runs: Sequence[Run], recording: Recording) -> dict[str, Any]:
@@ -154,6 +207,9 @@ def summarize(jobs: Jobs, runs: Sequence[Run], recording: Recording) -> dict[str
         # after the window's end, until the last of its fire times started
         "tail_s": max(0.0, last_start - end),
         "version": recording.version,
+        "rss_per_series_b": recording.footprint.rss / max(1, len(jobs.periods)),
+        "tracked_per_series": recording.footprint.tracked / max(1, len(jobs.periods)),
+        "frozen": recording.footprint.frozen,
     }
 
 
@@ -204,7 +260,8 @@ def _check_setup(start: float) -> None:
         raise RuntimeError("adding the series took longer than the lead; raise --lead")
 
 
-def _turn_pysched(jobs: Jobs, workers: int, lead: float, drain: float) -> dict[str, Any]:
+def _turn_pysched(jobs: Jobs, workers: int, lead: float, drain: float,
+                  freeze: bool) -> dict[str, Any]:
     import pysched
     from pysched import Every, ThreadPoolScheduler
     from pysched.calendar import current_fire
@@ -224,9 +281,10 @@ def _turn_pysched(jobs: Jobs, workers: int, lead: float, drain: float) -> dict[s
     pool = ThreadPoolScheduler(workers)
     try:
         schedule = pool.schedule_recurring
-        for i, period in enumerate(jobs.periods):
-            schedule(i, Every(period, start=first[i]), 0, job, (i,), misfire_grace=None,
-                     catch_up="all", overlap="queue")
+        with Measure(freeze) as measure:
+            for i, period in enumerate(jobs.periods):
+                schedule(i, Every(period, start=first[i]), 0, job, (i,), misfire_grace=None,
+                         catch_up="all", overlap="queue")
         setup_wall, setup_cpu = (time.perf_counter() - setup_wall,
                                  time.process_time() - setup_cpu)
         _check_setup(start)
@@ -239,11 +297,12 @@ def _turn_pysched(jobs: Jobs, workers: int, lead: float, drain: float) -> dict[s
         pool.close(wait=True)
     drops = {key: value for key, value in events.items() if "." in key}
     recording = Recording(runs, start_mono, cpu, counted, setup_wall, setup_cpu, drops,
-                          pysched.__version__)
+                          pysched.__version__, measure.footprint)
     return summarize(jobs, runs, recording)
 
 
-def _turn_apscheduler(jobs: Jobs, workers: int, lead: float, drain: float) -> dict[str, Any]:
+def _turn_apscheduler(jobs: Jobs, workers: int, lead: float, drain: float,
+                      freeze: bool) -> dict[str, Any]:
     apscheduler = importlib.import_module("apscheduler")
     events = importlib.import_module("apscheduler.events")
     background = importlib.import_module("apscheduler.schedulers.background")
@@ -280,11 +339,12 @@ def _turn_apscheduler(jobs: Jobs, workers: int, lead: float, drain: float) -> di
     scheduler.add_listener(dropped, events.EVENT_JOB_MISSED | events.EVENT_JOB_MAX_INSTANCES
                            | events.EVENT_JOB_ERROR)
     try:
-        for i, period in enumerate(jobs.periods):
-            trigger = interval.IntervalTrigger(seconds=period, start_date=first[i],
-                                               timezone=timezone.utc)
-            scheduler.add_job(job, trigger, id=str(i))
-        scheduler.start()
+        with Measure(freeze) as measure:  # its jobs are stored when it starts
+            for i, period in enumerate(jobs.periods):
+                trigger = interval.IntervalTrigger(seconds=period, start_date=first[i],
+                                                   timezone=timezone.utc)
+                scheduler.add_job(job, trigger, id=str(i))
+            scheduler.start()
         setup_wall, setup_cpu = (time.perf_counter() - setup_wall,
                                  time.process_time() - setup_cpu)
         _check_setup(start)
@@ -294,18 +354,105 @@ def _turn_apscheduler(jobs: Jobs, workers: int, lead: float, drain: float) -> di
         scheduler.shutdown(wait=True)
     runs = [(int(job_id), fire.timestamp(), began) for job_id, fire, began in raw]
     recording = Recording(runs, start, cpu, counted, setup_wall, setup_cpu, dict(drops),
-                          apscheduler.__version__)
+                          apscheduler.__version__, measure.footprint)
     return summarize(jobs, runs, recording)
 
 
-TURNS: dict[str, Callable[[Jobs, int, float, float], dict[str, Any]]] = {
-    PYSCHED: _turn_pysched, APSCHEDULER: _turn_apscheduler}
+def _turn_on_a_loop(jobs: Jobs, lead: float, drain: float, freeze: bool,
+                    add: Callable[[asyncio.AbstractEventLoop, list[Run], float], Any],
+                    version: str) -> dict[str, Any]:
+    """A turn on an asyncio loop in this thread: ``add(loop, runs, start_mono)`` adds
+    every series (returning what ``stats()`` gives, or None) and the window is watched
+    from another thread, which only sleeps."""
+    runs: list[Run] = []
+
+    async def main() -> tuple[float, float, int, float, float, Footprint,
+                              dict[str, int]]:
+        loop = asyncio.get_running_loop()
+        start = _window_start(lead)
+        start_mono = start - (time.time() - loop.time())  # interval series use loop.time()
+        setup_wall, setup_cpu = time.perf_counter(), time.process_time()
+        with Measure(freeze) as measure:
+            scheduler = add(loop, runs, start_mono)
+        setup_wall, setup_cpu = (time.perf_counter() - setup_wall,
+                                 time.process_time() - setup_cpu)
+        _check_setup(start)
+        cpu, counted = await loop.run_in_executor(
+            None, _watch, jobs, runs, loop.time, start_mono, lambda r: r[1], lambda r: r[2],
+            drain)
+        drops: dict[str, int] = {}
+        if scheduler is not None:
+            events = scheduler.stats()["series_events"]
+            drops = {key: value for key, value in events.items() if "." in key}
+            await scheduler.aclose()
+        return start_mono, cpu, counted, setup_wall, setup_cpu, measure.footprint, drops
+
+    start_mono, cpu, counted, setup_wall, setup_cpu, footprint, drops = asyncio.run(main())
+    recording = Recording(runs, start_mono, cpu, counted, setup_wall, setup_cpu, drops,
+                          version, footprint)
+    return summarize(jobs, runs, recording)
 
 
-def run_turn(name: str, jobs: Jobs, workers: int, lead: float,
-             drain: float) -> dict[str, Any]:
-    """One competitor's turn in this process: schedule the jobs, watch the window, summarize."""
-    return TURNS[name](jobs, workers, lead, drain)
+def _turn_pysched_aio(jobs: Jobs, workers: int, lead: float, drain: float,
+                      freeze: bool) -> dict[str, Any]:
+    """pysched's AsyncScheduler, the same series as the pool's; no concurrency limit."""
+    import pysched
+    from pysched import AsyncScheduler, Every
+    from pysched.calendar import current_fire
+
+    def add(loop: asyncio.AbstractEventLoop, runs: list[Run], start_mono: float) -> Any:
+        record = runs.append
+        now = loop.time
+
+        def job(i: int) -> None:
+            fire = current_fire()
+            assert fire is not None
+            record((i, fire.fire_time, now()))
+
+        start = start_mono + (time.time() - loop.time())
+        first = _first_fires(jobs, start)
+        scheduler = AsyncScheduler()
+        schedule = scheduler.schedule_recurring
+        for i, period in enumerate(jobs.periods):
+            schedule(i, Every(period, start=first[i]), 0, job, (i,), misfire_grace=None,
+                     catch_up="all", overlap="queue")
+        return scheduler
+
+    return _turn_on_a_loop(jobs, lead, drain, freeze, add, pysched.__version__)
+
+
+def _turn_plain_asyncio(jobs: Jobs, workers: int, lead: float, drain: float,
+                        freeze: bool) -> dict[str, Any]:
+    """The floor on a loop: each series one ``loop.call_at`` timer, re-armed by its
+    callback for fire time k + 1 (``anchor + (k + 1) * period``, by multiplication)."""
+    def add(loop: asyncio.AbstractEventLoop, runs: list[Run], start_mono: float) -> None:
+        record = runs.append
+        now = loop.time
+        call_at = loop.call_at
+
+        def fire(i: int, anchor: float, period: float, k: int) -> None:
+            record((i, anchor + k * period, now()))
+            call_at(anchor + (k + 1) * period, fire, i, anchor, period, k + 1)
+
+        for i, period in enumerate(jobs.periods):
+            anchor = start_mono + jobs.phases[i]
+            call_at(anchor, fire, i, anchor, float(period), 0)
+        return None
+
+    return _turn_on_a_loop(jobs, lead, drain, freeze, add, "python " + sys.version.split()[0])
+
+
+TURNS: dict[str, Callable[[Jobs, int, float, float, bool], dict[str, Any]]] = {
+    PYSCHED: _turn_pysched, APSCHEDULER: _turn_apscheduler,
+    PYSCHED_AIO: _turn_pysched_aio, PLAIN_ASYNCIO: _turn_plain_asyncio}
+
+
+def run_turn(name: str, jobs: Jobs, workers: int, lead: float, drain: float,
+             freeze: bool = False) -> dict[str, Any]:
+    """One competitor's turn in this process: schedule the jobs, watch the window, summarize.
+
+    ``freeze``: ``gc.freeze()`` once the series are added (see ``Measure``)."""
+    return TURNS[name](jobs, workers, lead, drain, freeze)
 
 
 def default_lead(series: int) -> float:
@@ -317,10 +464,10 @@ def default_lead(series: int) -> float:
 
 
 def _turn_in_process(name: str, series: int, seconds: int, workers: int, seed: int,
-                     lead: float, drain: float) -> dict[str, Any]:
+                     lead: float, drain: float, freeze: bool) -> dict[str, Any]:
     command = [sys.executable, "-m", __name__, "--one", name, "--series", str(series),
                "--seconds", str(seconds), "--workers", str(workers), "--seed", str(seed),
-               "--lead", repr(lead), "--drain", repr(drain)]
+               "--lead", repr(lead), "--drain", repr(drain)] + (["--freeze"] if freeze else [])
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{name}'s turn failed ({done.returncode}):\n{done.stderr}")
@@ -337,7 +484,7 @@ def apscheduler_available() -> bool:
 
 
 def compare(series: int, seconds: int, repeats: int, *, workers: int = 10, seed: int = 0,
-            lead: float | None = None, drain: float = 10.0,
+            lead: float | None = None, drain: float = 10.0, freeze: bool = False,
             competitors: Sequence[str] = COMPETITORS,
             progress: Callable[[str], object] = lambda line: None) -> dict[str, Any]:
     """Every competitor ``repeats`` times, in turns, each turn a fresh process.
@@ -351,14 +498,16 @@ def compare(series: int, seconds: int, repeats: int, *, workers: int = 10, seed:
         order = list(competitors) if round_ % 2 == 0 else list(reversed(competitors))
         for name in order:
             progress(f"round {round_ + 1}/{repeats}: {name}")
-            turn = _turn_in_process(name, series, seconds, workers, seed, lead, drain)
+            turn = _turn_in_process(name, series, seconds, workers, seed, lead, drain, freeze)
             turns[name].append(turn)
             progress(f"  {turn['run']:,} of {turn['expected']:,} fire times run, "
                      f"{turn['early']} early, {turn['dropped']} skipped or late; lateness "
                      f"p50 {turn['lateness_p50_ms']:.2f} ms, p99 {turn['lateness_p99_ms']:.1f} ms; "
-                     f"{turn['cpu_per_fire_us']:.1f} µs CPU per fire")
+                     f"{turn['cpu_per_fire_us']:.1f} µs CPU per fire; "
+                     f"{turn['rss_per_series_b']:.0f} B and "
+                     f"{turn['tracked_per_series']:.2f} tracked objects per series")
     return {"series": series, "seconds": seconds, "repeats": repeats, "workers": workers,
-            "seed": seed, "lead": lead, "drain": drain, "turns": turns}
+            "seed": seed, "lead": lead, "drain": drain, "freeze": freeze, "turns": turns}
 
 
 # -- the report -------------------------------------------------------------------------------
@@ -378,6 +527,8 @@ ROWS: list[tuple[str, str, Callable[[list[float]], float], str]] = [
     ("lateness p99, ms", "lateness_p99_ms", statistics.median, "{:.2f}"),
     ("lateness max, ms", "lateness_max_ms", statistics.median, "{:.1f}"),
     ("CPU per fire, µs", "cpu_per_fire_us", statistics.median, "{:.1f}"),
+    ("resident bytes per series (growth)", "rss_per_series_b", statistics.median, "{:,.0f}"),
+    ("tracked objects per series", "tracked_per_series", statistics.median, "{:.2f}"),
     ("CPU in the window, s", "cpu_s", statistics.median, "{:.2f}"),
     ("adding the series, wall s", "setup_wall_s", statistics.median, "{:.2f}"),
     ("adding the series, CPU s", "setup_cpu_s", statistics.median, "{:.2f}"),
@@ -393,7 +544,8 @@ def render(result: dict[str, Any]) -> str:
     width = max(len(row[0]) for row in ROWS)
     lines = [f"{result['series']:,} interval series (periods 1 to {LONGEST} s) for "
              f"{result['seconds']} s, {result['workers']} workers; {result['repeats']} turns "
-             "each, in fresh processes, in turns",
+             "each, in fresh processes, in turns"
+             + ("; gc.freeze() once the series were added" if result.get("freeze") else ""),
              " " * width + "".join(f"  {head:>22}" for head in heads)]
     for label, key, combine, form in ROWS:
         cells = [form.format(combine([turn[key] for turn in turns[name]])) for name in names]
@@ -416,9 +568,11 @@ def _main_one(argv: Sequence[str]) -> None:
     parse.add_argument("--seed", type=int, default=0)
     parse.add_argument("--lead", type=float, required=True)
     parse.add_argument("--drain", type=float, required=True)
+    parse.add_argument("--freeze", action="store_true")
     args = parse.parse_args(argv)
     jobs = make_jobs(args.series, args.seconds, args.seed)
-    print(json.dumps(run_turn(args.one, jobs, args.workers, args.lead, args.drain)))
+    print(json.dumps(run_turn(args.one, jobs, args.workers, args.lead, args.drain,
+                              args.freeze)))
 
 
 if __name__ == "__main__":

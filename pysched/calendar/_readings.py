@@ -17,7 +17,7 @@ PAIR_TOLERANCE = 1e-3
 PAIR_ATTEMPTS = 5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reading:
     """The wall clock (POSIX seconds) and the monotonic clock, read together."""
 

@@ -84,7 +84,7 @@ class Trigger(Protocol):
     def fires(self, now: Reading, timeline: str = ...) -> FireSequence: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fire:
     """A run to start now: its fire time, how late it is, and how many fire times it stands for
     (more than one when it coalesced others; None when too many to count)."""
@@ -94,7 +94,7 @@ class Fire:
     count: int | None = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What ``poll`` decided: a run to start (or None) and the events to emit."""
 
@@ -160,7 +160,9 @@ class Series:
         else:
             self.last_fire = check_time(last_fire, "last_fire")
             self._next = self._seq.next_fire(self.last_fire)
-        self._ready: deque[Fire] = deque()  # decided runs waiting for the one in progress
+        # Decided runs waiting for the one in progress; None while there are none, as
+        # nearly always: an empty deque is 760 bytes, a third of a series held in a pool.
+        self._ready: deque[Fire] | None = None
         self.running: Fire | None = None
         self.paused = False
         self.stopped = False
@@ -176,12 +178,20 @@ class Series:
             self.note_jump(jump)
         if self.stopped or self.paused or self.running is not None:
             return Decision(None, events)
-        self._collect(now, self._jump, events)
+        single = self._collect(now, self._jump, events)
         self._jump = None
+        if single is not None:
+            if self._ready is None:  # the common case: one run decided, due now
+                self.running = single
+                return Decision(single, events)
+            self._queue(single)
         start = None
         # A run decided before the wall clock was set back waits for its instant again.
-        if self._ready and self._ready[0].fire_time <= self._clock(now):
-            start = self._ready.popleft()
+        ready = self._ready
+        if ready and ready[0].fire_time <= self._clock(now):
+            start = ready.popleft()
+            if not ready:
+                self._ready = None
         self.running = start
         return Decision(start, events)
 
@@ -235,7 +245,7 @@ class Series:
             return events
         end = self._clock(now)
         restarted = self._seq.after_run(end)
-        if restarted is not self._seq and not self._ready:
+        if restarted is not self._seq and self._ready is None:
             # fixed delay: what was due is superseded by the grid from this end
             self._seq = restarted
             self._next = restarted.first()
@@ -250,7 +260,7 @@ class Series:
         else:  # coalesce: one run now, standing for the latest of them
             rest, [latest], exact = self._split_newest(fires, complete, end, 1)
             events += self._group(COALESCED, rest, exact, end, lambda f: OVERLAP)
-            self._ready.append(Fire(latest, end - latest, len(rest) + 1 if exact else None))
+            self._queue(Fire(latest, end - latest, len(rest) + 1 if exact else None))
             self._advance_to(latest)
         return events
 
@@ -258,7 +268,7 @@ class Series:
         """When to poll next, on the monotonic clock; None: not until ``finished``/``resume``."""
         if self.stopped or self.paused or self.running is not None:
             return None
-        due = self._ready[0].fire_time if self._ready else self._next
+        due = self._ready[0].fire_time if self._ready is not None else self._next
         if due is None:
             return None
         if self.timeline == "monotonic":
@@ -311,20 +321,23 @@ class Series:
     def _clock(self, now: Reading) -> float:
         return now.wall if self.timeline == "wall" else now.mono
 
-    def _collect(self, now: Reading, jump: Jump | None, events: list[Event]) -> None:
-        """Decide every fire time due by ``now``: queue runs in ``_ready``, emit the rest."""
+    def _collect(self, now: Reading, jump: Jump | None, events: list[Event]) -> Fire | None:
+        """Decide every fire time due by ``now``: queue runs in ``_ready``, emit the rest.
+
+        In the common case, one fire time due and on time, its run is returned
+        instead of queued (the caller queues it behind any already waiting).
+        """
         t = self._clock(now)
         first = self._next
         if first is None or first > t:
-            return
+            return None
         cutoff = t - self.misfire_grace  # fire times before it are missed
-        if first >= cutoff:  # the common case, one fire time due and on time: no scan
+        if first >= cutoff:  # the common case: no scan
             after = self._seq.next_fire(first)
             if after is None or after > t:
-                self._ready.append(Fire(first, t - first))
                 self.last_fire = first
                 self._next = after
-                return
+                return Fire(first, t - first)
         on_time = first if first >= cutoff else self._seq.next_fire(_before(cutoff))
         has_on_time = on_time is not None and on_time <= t
         stands_for = 1
@@ -333,16 +346,17 @@ class Series:
             stands_for = 1 + coalesced
         if on_time is None or on_time > t:
             self._next = on_time
-            return
+            return None
         fires, complete = self._scan(on_time, math.nextafter(t, math.inf))
         # more due on time than max_catch_up (a tiny interval, a huge grace): the newest run
         older, newest, exact = self._split_newest(fires, complete, math.nextafter(t, math.inf),
                                                   self.max_catch_up)
         events += self._group(SKIPPED, older, exact, t, lambda f: CATCH_UP_CAP)
         for i, fire in enumerate(newest):
-            self._ready.append(Fire(fire, t - fire, stands_for if i == 0 else 1))
+            self._queue(Fire(fire, t - fire, stands_for if i == 0 else 1))
         self.last_fire = newest[-1]
         self._next = self._seq.next_fire(newest[-1])
+        return None
 
     def _catch_up(self, first: float, cutoff: float, t: float, has_on_time: bool,
                   jump: Jump | None, events: list[Event]) -> int:
@@ -371,12 +385,12 @@ class Series:
             events += self._group(COALESCED, older, exact, t, reason)
             count = len(older) + 1 if exact else None
             events.append(self._event(LATE, reason(newest[0]), newest[0], t - newest[0], count))
-            self._ready.append(Fire(newest[0], t - newest[0], count))
+            self._queue(Fire(newest[0], t - newest[0], count))
         else:
             events += self._group(SKIPPED, older, exact, t, lambda f: CATCH_UP_CAP)
             for fire in newest:
                 events.append(self._event(LATE, reason(fire), fire, t - fire))
-                self._ready.append(Fire(fire, t - fire))
+                self._queue(Fire(fire, t - fire))
         self.last_fire = newest[-1]
         self._next = self._seq.next_fire(newest[-1])
         return 0
@@ -431,6 +445,12 @@ class Series:
         fires, _ = self._scan(first, before)
         return fires[-n:]
 
+    def _queue(self, fire: Fire) -> None:
+        """Decide ``fire``: it starts once no run is in progress."""
+        if self._ready is None:
+            self._ready = deque()
+        self._ready.append(fire)
+
     def _advance_to(self, t: float) -> None:
         """Every fire time up to ``t`` is handled."""
         if self.last_fire is None or t > self.last_fire:
@@ -468,7 +488,8 @@ class Series:
         self.stopped = True
         self.stop_reason = reason
         # count 1: the fire times a run stood for were reported as coalesced already
-        events = [self._event(SKIPPED, reason, run.fire_time, lateness) for run in self._ready]
-        self._ready.clear()
+        events = [self._event(SKIPPED, reason, run.fire_time, lateness)
+                  for run in self._ready or ()]
+        self._ready = None
         events.append(self._event(STOPPED, reason, fire, lateness, 0))
         return events

@@ -36,11 +36,13 @@ from ..calendar.snapshot import wall_of
 from ..jobs import DEFAULT_HISTORY
 from .book import REPLACED
 from .clocks import Clocks
-from .future import TaskFuture
+from .future import FutureOwner, TaskFuture
+from .pool_book import PoolOwner, PoolVersion
 from .recurring import CONTINUE, STOP, Recurrence
-from .token import CANCELLED, CLOSED
+from .token import CANCELLED, CLOSED, CancelToken
 
-__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "pool_series_handle"]
+__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "SeriesFuture", "SeriesVersion",
+           "pool_series_handle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
 PAUSED_POLL = 1.0
@@ -50,7 +52,7 @@ class PoolCalendar:
     """The pool's share of the calendar: its clocks, one watch, one hub, one lock, and one
     ledger of its series' recent runs and counts (``history`` runs in all)."""
 
-    __slots__ = ("clocks", "hub", "lock", "ledger", "_watch")
+    __slots__ = ("clocks", "hub", "lock", "future_lock", "ledger", "_watch")
 
     def __init__(self, clocks: Clocks, history: int = DEFAULT_HISTORY) -> None:
         self.clocks = clocks
@@ -58,6 +60,8 @@ class PoolCalendar:
         self.hub = EventHub()
         self.hub.add_listener(self.ledger.observe)
         self.lock = threading.Lock()
+        # The lock of every series' Future (see SeriesFuture).
+        self.future_lock = threading.RLock()
         self._watch = ClockWatch(clocks.reading())
 
     def read(self, fallback: bool = False) -> Reading:
@@ -75,8 +79,8 @@ class PoolCalendar:
 class CalendarRecurrence(Recurrence):
     """The pool's series record for a ``Series``: each run is a wake-up."""
 
-    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last", "_skipped",
-                 "_coalesced")
+    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last_wall", "last_mono",
+                 "_skipped", "_coalesced")
 
     def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
                  fn: Callable[..., Any], args: tuple[Any, ...],
@@ -87,7 +91,10 @@ class CalendarRecurrence(Recurrence):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
-        self.last = now  # the latest reading: the series was made at ``now``
+        # The latest reading, as two floats (no Reading object kept per series): the series
+        # was made at ``now``.
+        self.last_wall = now.wall
+        self.last_mono = now.mono
         # fire times skipped and coalesced since next_run last handed them to the book
         self._skipped = 0
         self._coalesced = 0
@@ -119,15 +126,14 @@ class CalendarRecurrence(Recurrence):
     def first_wake(self) -> float:
         """The pool-clock time of the first wake-up."""
         with self.calendar.lock:
-            return self._wake(self.last)
+            return self._wake(Reading(self.last_wall, self.last_mono))
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
         with self.calendar.lock:
             counted = self._skipped, self._coalesced
             self._skipped = self._coalesced = 0
-            last = self.last
-            return self._wake(Reading(last.wall + (end - last.mono), end)), *counted
+            return self._wake(Reading(self.last_wall + (end - self.last_mono), end)), *counted
 
     def _wake(self, now: Reading) -> float:
         wake = self.series.next_wake(now)
@@ -136,15 +142,20 @@ class CalendarRecurrence(Recurrence):
             return now.mono + PAUSED_POLL if self.series.paused else float("inf")
         return wake
 
-    def run(self) -> None:
-        """A wake-up, on a worker: run the user's function if a fire time starts now."""
+    def __call__(self) -> None:
+        """A wake-up, on a worker: run the user's function if a fire time starts now.
+
+        The record is the version's callable itself: a bound method would be one
+        more object per series for the collector to track.
+        """
         calendar = self.calendar
         series = self.series
         events: list[Event] = []
         self.fired = False
         now = calendar.read(fallback=True)
         with calendar.lock:
-            self.last = now
+            self.last_wall = now.wall
+            self.last_mono = now.mono
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
             events += self.tally(decision.events)
@@ -177,11 +188,95 @@ class CalendarRecurrence(Recurrence):
         series = self.series
         with calendar.lock:
             events = self.tally(series.finished(end, error is not None))
-            self.last = end
+            self.last_wall = end.wall
+            self.last_mono = end.mono
         calendar.ledger.run_ended(series.series_id, fire.fire_time,
                                   wall_of(series, fire.fire_time, began), began.wall, end.wall,
                                   error)
         calendar.hub.emit(events)
+
+
+class SeriesFuture(TaskFuture):
+    """The Future of a pool series: it ends its ``Series`` as it resolves.
+
+    Cancelled, replaced, closed, or failed by a run that stopped the series:
+    the series' ``CalendarRecurrence.ended`` is called once, before any done
+    callback, as a done callback of its own would be, without the list and
+    bound method one costs for every series. The record is dropped then, so
+    a Future kept after its series ended holds nothing of it.
+
+    The series' Futures of one pool share one ``RLock`` (a tracked object
+    each otherwise). That lock is only held for a state change and the
+    notifying of waiters, which block on a Condition of their own Future and
+    release it while they wait; no callback runs under it. Waiting on many
+    Futures at once (``concurrent.futures.wait``) takes it once per Future,
+    which an RLock allows.
+    """
+
+    def __init__(self, owner: FutureOwner, task_id: Hashable, version: int,
+                 record: CalendarRecurrence) -> None:
+        super().__init__(owner, task_id, version)
+        self._lock = self._condition = record.calendar.future_lock  # type: ignore[assignment]
+        self._series_record: CalendarRecurrence | None = record
+
+    def has_done_callbacks(self) -> bool:
+        """Ending its series emits events to listeners, user code: as a done callback."""
+        return self._series_record is not None or super().has_done_callbacks()
+
+    def cancel(self) -> bool:
+        cancelled = super().cancel()
+        self._end_series()
+        return cancelled
+
+    def notify_cancelled(self, reason: str) -> None:
+        super().notify_cancelled(reason)
+        self._end_series()
+
+    def settle(self, result: Any, exception: BaseException | None) -> bool:
+        settled = super().settle(result, exception)
+        self._end_series()
+        return settled
+
+    def _invoke_callbacks(self) -> None:
+        self._end_series()  # first, as the first done callback would run
+        super()._invoke_callbacks()  # type: ignore[misc]
+
+    def _end_series(self) -> None:
+        """Once done: end the series (at most once; ``Series.cancel`` is idempotent too)."""
+        record = self._series_record
+        if record is not None and self.done():
+            self._series_record = None
+            record.ended(self)
+
+
+class SeriesVersion(PoolVersion):
+    """The book's record of a pool series: a ``PoolVersion`` whose fields are all slots.
+
+    A ``PoolVersion`` keeps the fields most versions leave at their default in
+    a ``__dict__`` made on first use; a series sets several of them (its
+    ``series``, then ``in_run``, ``run_no``... at each run), so for a series
+    that dict would be made at once and kept as long as the series lives.
+    """
+
+    __slots__ = ("series", "timeout", "cancel_reason", "in_run", "run_no", "stop_reason",
+                 "token", "deadline", "timed_out")
+
+    def __init__(self, pool: PoolOwner, record: CalendarRecurrence,
+                 timeout: float | None) -> None:
+        # the defaults of PoolVersion's class attributes, as slots
+        self.cancel_reason: str | None = None
+        self.in_run = False
+        self.run_no = 0
+        self.stop_reason: str | None = None
+        self.token: CancelToken | None = None
+        self.deadline: float | None = None
+        self.timed_out = False
+        self.timeout = timeout
+        super().__init__(pool, record, series=record)
+
+    def new_future(self, task_id: Hashable, version: int) -> SeriesFuture:
+        """The series' Future, which ends its ``Series`` as it resolves."""
+        return SeriesFuture(self.pool, task_id, version, self.series)  # type: ignore[arg-type]
 
 
 class PoolSeries:

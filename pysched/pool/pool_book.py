@@ -108,6 +108,10 @@ class PoolVersion:
         self.priority = 0  # as given (the core's key differs under aging)
         self.task: Any = None  # the core's Task while claimed
 
+    def new_future(self, task_id: Hashable, version: int) -> TaskFuture:
+        """The Future of this version, made once the core accepted it as ``version``."""
+        return TaskFuture(self.pool, task_id, version)
+
     def has_started(self) -> bool:
         """Whether the claimed version started: its Future is running."""
         return self.future is not None and self.future.running()
@@ -206,7 +210,7 @@ class PoolBook(Book[PoolVersion]):
                now: float, ended: list[PoolVersion]) -> None:
         """The core took ``run`` as ``version`` of ``task_id``: book it (see Book.adopt)."""
         if run.future is None:  # its first version (a series keeps its first Future)
-            run.future = TaskFuture(run.pool, task_id, version)
+            run.future = run.new_future(task_id, version)
         run.run_at = run_at
         self.counts.scheduled += 1
         ended_now = self.adopt(task_id, run)
@@ -293,6 +297,9 @@ class PoolBook(Book[PoolVersion]):
             resolves = True
         series = run.series
         if series is not None:
+            # The record outlives the run: it keeps no core Task, one more object per
+            # series for the collector to track.
+            run.task = None
             in_run = run.in_run
             run.in_run = False
             failure = self._next_run(task.task_id, run, series, failure, end, ended)

@@ -32,7 +32,12 @@ from .._validate import (
 from ..calendar import Cron, Event, Every, Series, SeriesHandle
 from ..jobs import DEFAULT_HISTORY, Job, JobPage
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
-from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
+from .calendar_series import (
+    CalendarRecurrence,
+    PoolCalendar,
+    SeriesVersion,
+    pool_series_handle,
+)
 from .clocks import Clocks, waiter_for
 from .future import TaskFuture
 from .jobs import PENDING, RUNNING, Held, build, check_state, describe_one
@@ -269,9 +274,9 @@ class ThreadPoolScheduler(Executor):
                         on_error=on_error)
         call = self._new_version(fn, args, kwargs, timeout)
         record = CalendarRecurrence(series, priority, calendar, fn, call.args, call.kwargs, now)
-        run = PoolVersion(self._pool, record.run, timeout=call.timeout, series=record)
+        run = SeriesVersion(self._pool, record, call.timeout)
+        # its Future ends the series as it resolves: cancelled, replaced, closed, or failed
         fut = self._pool.add(task_id, record.first_wake(), priority, run, now.mono)
-        fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return pool_series_handle(task_id, fut, record)
 
     def add_listener(self, fn: Callable[[Event], object]) -> None:
