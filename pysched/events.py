@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -100,7 +101,10 @@ class TaskEvent:
 
 
 def task_name(fn: Any) -> str:
-    """The bounded label of a pool or asyncio task: its callable's ``__qualname__``."""
+    """The bounded label of a pool or asyncio task: its callable's ``__qualname__`` (a
+    ``functools.partial``'s function's)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     name = getattr(fn, "__qualname__", None)
     if isinstance(name, str):
         return name
