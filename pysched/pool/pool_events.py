@@ -12,7 +12,6 @@ that fires nothing is no event).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from .. import events as ev
@@ -51,19 +50,19 @@ def emit_ended(events: ev.Listeners, run: PoolVersion) -> None:
                              reason=reason, run_at=run.run_at))
 
 
-def emit_started(events: ev.Listeners, run: PoolVersion, task: Any, start: float) -> None:
-    """``run``'s claimed version (the core's ``task``) started on this worker at ``start``
-    (the pool's clock)."""
+def emit_started(events: ev.Listeners, run: PoolVersion, task: Any, start: float,
+                 worker: str) -> None:
+    """``run``'s claimed version (the core's ``task``) started on the thread ``worker`` at
+    ``start`` (the pool's clock)."""
     fut = run.future
     assert fut is not None
     events.emit(ev.TaskEvent(ev.STARTED, fut.task_id, task.version, _name(run), SCHEDULER,
                              ev.now(), run_at=task.run_at, started_at=start,
-                             lateness=start - task.run_at, attempt=1,
-                             worker=threading.current_thread().name))
+                             lateness=start - task.run_at, attempt=1, worker=worker))
 
 
 def emit_finished(events: ev.Listeners, run: PoolVersion, task: Any, start: float, end: float,
-                  failure: BaseException | None) -> None:
+                  failure: BaseException | None, worker: str) -> None:
     """``run``'s version (the core's ``task``), started at ``start``, returned or raised
     ``failure`` at ``end``."""
     kind = ev.SUCCEEDED if failure is None else ev.FAILED
@@ -75,5 +74,4 @@ def emit_finished(events: ev.Listeners, run: PoolVersion, task: Any, start: floa
     events.emit(ev.TaskEvent(
         kind, fut.task_id, task.version, _name(run), SCHEDULER, ev.now(), run_at=task.run_at,
         started_at=start, lateness=start - task.run_at, duration=end - start, attempt=1,
-        worker=threading.current_thread().name, error_type=error_type, error=error,
-        traceback=trace))
+        worker=worker, error_type=error_type, error=error, traceback=trace))

@@ -435,6 +435,7 @@ class PoolThreads:
         read_clock = self.clocks.now  # read_clock(True): the latest good reading if it fails
         book = self.book
         events = self.events
+        worker = threading.current_thread().name  # for its events
         set_current = current_run.set
         reset_current = current_run.reset
         run: PoolVersion | None = None  # the version this worker ran last
@@ -475,7 +476,8 @@ class PoolThreads:
                     if failure is not None or ran_failure is not None:
                         self._failed(run, task, failure or ran_failure)  # type: ignore[arg-type]
                     if watched:
-                        self._emit_finished(run, task, start, now, failure or ran_failure)
+                        self._emit_finished(run, task, start, now, failure or ran_failure,
+                                            worker)
                     if resolves:
                         run.future.settle(result, failure)  # type: ignore[union-attr]
                     run = task = result = failure = ran_failure = None
@@ -495,7 +497,7 @@ class PoolThreads:
                     with lock:
                         book.track_timeout(run, start)
                 if ev.STARTED in events.wanted and run.series is None:
-                    emit_started(events, run, task, start)
+                    emit_started(events, run, task, start, worker)
                 work = None  # it runs now: its Future gets what fn gives
                 context = set_current(run)
                 try:
@@ -523,13 +525,13 @@ class PoolThreads:
                        exc_info=failure)
 
     def _emit_finished(self, run: PoolVersion, task: Any, start: float, end: float,
-                       failure: BaseException | None) -> None:
+                       failure: BaseException | None, worker: str) -> None:
         """The events of a run that ended; a series' run tells that it started only now,
         once it is known to have fired its function (a wake-up that fired none is no run)."""
         events = self.events
         if run.series is not None and ev.STARTED in events.wanted:
-            emit_started(events, run, task, start)
-        emit_finished(events, run, task, start, end, failure)
+            emit_started(events, run, task, start, worker)
+        emit_finished(events, run, task, start, end, failure, worker)
 
     def _abandon(self, run: PoolVersion, exc: BaseException,
                  ran: tuple[float, Any, BaseException | None] | None) -> None:
