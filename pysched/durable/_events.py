@@ -37,27 +37,31 @@ class DurableEvents:
         self._wall_now = wall_now  # the scheduler's wall instant now (its timebase)
 
     def _emit(self, kind: str, task_id: str, version: int | None, name: str,
-              queue: str | None, **fields: Any) -> None:
-        self.listeners.emit(ev.TaskEvent(kind, task_id, version, name, SCHEDULER, ev.now(),
-                                         queue, **fields))
+              queue: str | None, *, post_only: bool = False, **fields: Any) -> None:
+        event = ev.TaskEvent(kind, task_id, version, name, SCHEDULER, ev.now(), queue, **fields)
+        if post_only:
+            self.listeners.post(event)
+        else:
+            self.listeners.emit(event)
 
     def _queue(self, ref: str) -> str | None:
         return self._registry.options(ref).queue
 
     def scheduled(self, new: Iterable[tuple[NewTask, int]]) -> None:
-        """Versions this process stored: (the task, its version)."""
+        """Versions this process stored: (the task, its version). Posted only, before
+        this process can claim them; the caller delivers them then."""
         if ev.SCHEDULED in self.listeners.wanted:
             for task, version in new:
                 self._emit(ev.SCHEDULED, task.task_id, version, task.ref, task.queue,
-                           run_at=task.run_at)
+                           run_at=task.run_at, post_only=True)
 
     def ended(self, kind: str, task_id: str, version: int | None, row: dict[str, Any] | None,
-              reason: str) -> None:
+              reason: str, post_only: bool = False) -> None:
         """A version this process cancelled or replaced, with its row if read."""
         if kind in self.listeners.wanted:
             name = "unknown" if row is None else str(row.get("ref"))
             queue = None if row is None else row.get("queue")
-            self._emit(kind, task_id, version, name, queue, reason=reason)
+            self._emit(kind, task_id, version, name, queue, reason=reason, post_only=post_only)
 
     def started(self, claim: Any) -> float:
         """A claimed version starts here now: its wall start, read once."""

@@ -376,13 +376,14 @@ class DurableScheduler:
                             strict=True))
 
         futures, cancelled = self._inflight.add_versions(write, self._future)
+        if self._events.wanted:  # posted before the claiming thread can see them
+            self._tell_scheduled(new, futures, cancelled)
         served = self._routing.served()
         self._mirror.scheduled([(task.task_id, future.version, task.run_at, task.priority,
                                  served(task.ref, task.queue))
                                 for task, future in zip(new, futures, strict=True)])
         cancel_all(cancelled)
-        if self._events.wanted:
-            self._tell_scheduled(new, futures, cancelled)
+        self._events.deliver()
         for task in new:  # a task id is one thing: a one-shot replaces its series
             if self._series.holds(task.task_id):
                 self._series.end(task.task_id, REPLACED)
@@ -395,7 +396,7 @@ class DurableScheduler:
         for old in replaced:
             task = refs[old.task_id]
             self._told.ended(events.REPLACED, old.task_id, old.version,
-                             {"ref": task.ref, "queue": task.queue}, REPLACED)
+                             {"ref": task.ref, "queue": task.queue}, REPLACED, post_only=True)
         self._told.scheduled((task, future.version)
                              for task, future in zip(new, futures, strict=True))
 
