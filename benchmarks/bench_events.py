@@ -10,7 +10,9 @@ built and delivered). The order is reversed every round. Shown: the median
 rate of each, and the median and quartiles of the ratios to "before" paired
 within a round, for the rate and for the process CPU time per task.
 
-Run: ``python benchmarks/bench_events.py BEFORE_TREE N ROUNDS``, for example
+Run: ``python benchmarks/bench_events.py BEFORE_TREE N ROUNDS [WORKERS]`` (default 4
+workers; 1 leaves the GIL to one worker and the producer, the steadier
+measure on a busy machine), for example
 ``git worktree add /tmp/before a26808e`` then
 ``python benchmarks/bench_events.py /tmp/before 10000 31``.
 """
@@ -37,16 +39,17 @@ def _ignore(event: Any) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 3:
+    if len(argv) not in (3, 4):
         raise SystemExit(__doc__)
     before, n, rounds = load_before(argv[0]), int(argv[1]), int(argv[2])
+    workers = int(argv[3]) if len(argv) == 4 else WORKERS
     core = _impl.Scheduler
 
     def plain(cls: Any) -> Callable[[], Any]:
-        return lambda: cls(WORKERS, _core_factory=core)
+        return lambda: cls(workers, _core_factory=core)
 
     def listened() -> Any:
-        pool = pysched.ThreadPoolScheduler(WORKERS, _core_factory=core)
+        pool = pysched.ThreadPoolScheduler(workers, _core_factory=core)
         pool.add_listener(_ignore)
         return pool
 
@@ -61,7 +64,7 @@ def main(argv: list[str]) -> None:
             used = time.process_time()
             rates[name].append(n / whole_run(make, n, by_id, collect_results))
             cpu[name].append((time.process_time() - used) / n * 1e6)
-    print(f"{n:,} due no-ops through {WORKERS} workers, {rounds} rounds in turns (core:"
+    print(f"{n:,} due no-ops through {workers} workers, {rounds} rounds in turns (core:"
           f" {core.__module__}); ratio to before paired within each round: median (quartiles)")
     print(f"{'':24}{'tasks/s':>10}{'ratio':>22}{'CPU us/task':>13}{'ratio':>22}")
     for idiom in ("submit", "schedule"):

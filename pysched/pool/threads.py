@@ -299,40 +299,38 @@ class PoolThreads:
         if not self.workers:  # read unlocked: start_first looks again under the lock
             self.start_first()
         ended: list[PoolVersion] = []
-        events = self.events
-        name = self._scheduled_name(run, task_id) if events.wanted else None
+        name = self.events.wanted and self._scheduled_name(run, task_id)  # falsy: not told
         with self.lock:
             self.book.add(task_id, run_at, priority, run, now, ended)
-            if name is not None:
-                post_scheduled(events, run, name)
+            if name:
+                post_scheduled(self.events, run, name)
             spare = self._spare_worker()
         if spare is not None:
             self._start_spare(spare)
         if ended:
             self.end(ended)
-        if name is not None:
-            events.deliver()
+        if name:
+            self.events.deliver()
         return run.future  # type: ignore[return-value]  # made by add()
 
     def submit(self, fut: TaskFuture, run: PoolVersion, now: float) -> None:
         """Add a submitted Future and its version, due now (see PoolBook.submit)."""
         if not self.workers:  # read unlocked: start_first looks again under the lock
             self.start_first()
-        events = self.events
-        name = self._scheduled_name(run, fut) if events.wanted else None
+        name = self.events.wanted and self._scheduled_name(run, fut)  # falsy: not told
         if not self.try_lock(False):
             self.wait_lock()
         try:
             self.book.submit(fut, run, now)
-            if name is not None:
-                post_scheduled(events, run, name)
+            if name:
+                post_scheduled(self.events, run, name)
             spare = self._spare_worker()
         finally:
             self.unlock()
         if spare is not None:
             self._start_spare(spare)
-        if name is not None:
-            events.deliver()
+        if name:
+            self.events.deliver()
 
     def _scheduled_name(self, run: PoolVersion, task_id: Any) -> str | None:
         """The name for ``run``'s scheduled event, if a listener wants it."""
@@ -451,26 +449,30 @@ class PoolThreads:
         set_current = current_run.set
         reset_current = current_run.reset
         run: PoolVersion | None = None  # the version this worker ran last
-        task: Any = None  # its core Task: its version and run_at, for its events
         work: Any = None  # a started version not run yet, or the core's hint: float or None
         result: Any = None
         failure: BaseException | None = None
+        # Set only when a run failed or a listener is there (``noted``), else stale:
+        task: Any = None  # the run's core Task: its version and run_at
         ran_failure: BaseException | None = None  # what fn raised, before the book's say
-        resolves = False
+        watched: Any = False  # its events are wanted
         raised: tuple[str | None, str | None, str | None] = (None, None, None)
+        resolves = False
         start = now = book.epoch
         ended: list[PoolVersion] = []
         try:
             while True:
                 now = read_clock(True)
-                ran_failure = failure
-                # Read before the lock: once it is released, another worker may start the
-                # series' next wake-up on this same record.
-                wanted = events.wanted  # read once a task: empty, and so false, unless listened
-                watched = wanted and run is not None and (run.series is None
-                                                          or run.series.fired)
-                if watched:  # formatted here, not under the lock
-                    raised = ev.failure_fields(failure)
+                # The one test a task pays when it returned and nobody listens.
+                noted = failure is not None or events.wanted
+                if noted and run is not None:
+                    # Read before the lock: once it is released, another worker may start
+                    # the series' next wake-up on this same record (and its Task).
+                    task = run.task
+                    ran_failure = failure
+                    watched = events.wanted and (run.series is None or run.series.fired)
+                    if watched:  # formatted here, not under the lock
+                        raised = ev.failure_fields(failure)
                 # Finish the previous version and start the next in one critical section.
                 if not try_lock(False):
                     wait_lock()
@@ -478,7 +480,7 @@ class PoolThreads:
                 try:
                     if run is not None:
                         failure, resolves = book.finish(run, True, start, now, failure, ended)
-                        if watched:
+                        if noted and watched:
                             post_finished(events, run, task, start, now, failure or ran_failure,
                                           worker, raised)
                     # Done callbacks are user code that may take long: claim the next
@@ -492,13 +494,15 @@ class PoolThreads:
                 finally:
                     unlock()
                 if run is not None:
-                    if failure is not None or ran_failure is not None:
-                        self._failed(run, task, failure or ran_failure)  # type: ignore[arg-type]
-                    if watched:
-                        events.deliver()
+                    if noted:
+                        failed = failure or ran_failure
+                        if failed is not None:
+                            self._failed(run, task, failed)
+                        if watched:
+                            events.deliver()
                     if resolves:
                         run.future.settle(result, failure)  # type: ignore[union-attr]
-                    run = task = result = failure = ran_failure = None
+                    run = result = failure = None
                 if ended:
                     self.end(ended)
                     ended.clear()
@@ -509,13 +513,12 @@ class PoolThreads:
                     if work is None:
                         return
                 run = work
-                task = run.task
                 start = read_clock(True)
                 if run.timeout is not None:
                     with lock:
                         book.track_timeout(run, start)
-                if wanted and ev.STARTED in wanted and run.series is None:
-                    emit_started(events, run, task, start, worker)
+                if events.wanted and ev.STARTED in events.wanted and run.series is None:
+                    emit_started(events, run, run.task, start, worker)
                 work = None  # it runs now: its Future gets what fn gives
                 context = set_current(run)
                 try:
