@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Callable, Hashable
 from contextvars import Context
 from inspect import isawaitable
@@ -22,17 +23,22 @@ from threading import get_ident
 from types import CoroutineType
 from typing import Any
 
+from .. import events as ev
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN
 from ..pool.book import Book
 from ..pool.clocks import Clocks
 from ._calls import TASKS_TAKE_A_CONTEXT, settable
+from ._events import emit_ended, emit_outcome, emit_started
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
 from ._timer import DeadlineTimer
 from ._version import AioVersion
 
 __all__ = ["LoopRunner"]
+
+TASK_LOG = logging.getLogger("pysched.aio")  # failed runs, and listeners that raise
+Listeners = ev.Listeners
 
 
 def _never() -> bool:
@@ -44,8 +50,11 @@ class LoopRunner:
 
     def __init__(self, book: Book[AioVersion], max_concurrency: int | None,
                  core_factory: Callable[..., Any], close_on_loop_shutdown: Callable[[], None],
-                 clocks: Clocks) -> None:
+                 clocks: Clocks, series_key: type | None = None) -> None:
         self.book = book
+        # The task id class of the versions that run series' fire times: the series
+        # log their own failures, and their events are named after the series.
+        self.series_key = series_key
         self.clocks = clocks  # reads loop.time() once bound
         self._max_concurrency = max_concurrency
         self._core_factory = core_factory
@@ -68,6 +77,7 @@ class LoopRunner:
         self.pump_handle: asyncio.Handle | None = None
         self.timer: DeadlineTimer | None = None  # made with the core, on the loop
         self._settle_waiters: list[asyncio.Future[None]] = []
+        self.events = Listeners(TASK_LOG)  # the task events' listeners (pysched.events)
 
     def bind(self) -> asyncio.AbstractEventLoop:
         """The running loop, which the scheduler binds to on first use; RuntimeError otherwise."""
@@ -200,10 +210,13 @@ class LoopRunner:
     def end_unstarted(self, ended: list[AioVersion], msg: Any = None) -> None:
         """Resolve the Futures of versions the book ended unstarted; release claimed ones now."""
         running = self.book.running
+        watched = not self.events.wanted.isdisjoint(ev.ENDED_KINDS)
         for run in ended:
             if running.get(run.task_id) is run:
                 self._release(run)
-            run.future.notify_cancelled(run.cancel_reason or CANCELLED, msg)
+            reason = run.cancel_reason or CANCELLED
+            if run.future.notify_cancelled(reason, msg) and watched:
+                emit_ended(self.events, run, reason, self.series_key)
 
     def _request_stop(self, run: AioVersion, reason: str, msg: Any = None) -> bool:
         """Ask a started version to stop: cancel its Task, or once its fn or first step returns."""
@@ -275,6 +288,7 @@ class LoopRunner:
         pending = book.pending
         running = book.running
         cap = self._max_concurrency
+        events = self.events
         for _ in range(len(pending)):  # more may be due after: look again on the next iteration
             if cap is not None and len(running) >= cap:
                 self._disarm()  # a finishing run pumps again
@@ -300,6 +314,8 @@ class LoopRunner:
             # While its fn is called the version is _calling; only one that returns
             # an awaitable gets the fields of a Task (aio, coro).
             self._calling = run
+            if events.wanted:  # its start: told once it is known to have begun
+                run.started_at = self.clocks.now(fallback=True)
             try:
                 result = context.run(run.task.fn)
             except BaseException as exc:  # noqa: BLE001 - the version's outcome, as in a Task
@@ -314,6 +330,8 @@ class LoopRunner:
                 elif run.stop_reason is None:  # _end()'s first case
                     del running[task_id]
                     complete(task)
+                    if events.wanted:
+                        self._emit_outcome(run, None)
                     run.future.set_result(result)
                 else:
                     self._end(run, result, None, in_call=True)
@@ -376,6 +394,8 @@ class LoopRunner:
         so asyncio never reports its exception: the version's Future holds it.
         """
         exc: BaseException | None = None
+        if self.events.wanted:  # its first step: it has begun
+            self._started(run)
         try:
             result = await awaitable
         except GeneratorExit as error:
@@ -409,6 +429,11 @@ class LoopRunner:
             # A call asked to stop while it ran ends cancelled, as a Task
             # cancelled in its last step does.
             exc = asyncio.CancelledError()
+        if exc is not None and not isinstance(exc, asyncio.CancelledError) \
+                and run.task.task_id.__class__ is not self.series_key:  # series log their own
+            TASK_LOG.error("task %r version %r failed", fut.task_id, fut.version, exc_info=exc)
+        if self.events.wanted:
+            self._emit_outcome(run, exc)
         if exc is None:
             self.book.complete(run)
             if not fut.done():
@@ -423,6 +448,24 @@ class LoopRunner:
             self.book.fail(run, exc)
             if not fut.done():
                 fut.set_exception(settable(exc))
+
+    def _started(self, run: AioVersion) -> None:
+        """``run`` has begun (its fn returned, raised, or its Task took its first step):
+        tell it once. A coroutine's version starts at its first step, so one ended before
+        it (replaced, say) is told to have ended unstarted, as its Future says."""
+        if run.announced:
+            return
+        run.announced = True
+        if run.aio is not None or run.started_at is None:  # a Task's first step
+            run.started_at = self.clocks.now(fallback=True)
+        if ev.STARTED in self.events.wanted:
+            emit_started(self.events, run, run.started_at, self.series_key)
+
+    def _emit_outcome(self, run: AioVersion, exc: BaseException | None) -> None:
+        if run.started_at is not None:
+            self._started(run)
+        emit_outcome(self.events, run, run.started_at, self.clocks.now(fallback=True), exc,
+                     self.series_key)
 
     def settle(self) -> None:
         """After versions ended: let the host go when idle, close when closing and idle."""

@@ -24,16 +24,19 @@ from functools import partial
 from threading import get_ident
 from typing import Any, cast
 
-from .. import _impl
+from .. import _impl, events
+from .. import events as ev
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import OPEN
 from .._validate import check_capacity, check_hashable, check_time
-from ..calendar import Cron, Event, Every, Reading, SeriesHandle
+from ..calendar import Cron, Every, Reading, SeriesHandle
+from ..calendar.events import KINDS as SERIES_KINDS
 from ..jobs import DEFAULT_HISTORY, Job, JobPage
 from ..pool.book import Book, NoWakeups
 from ..pool.clocks import Clocks
 from ..pool.jobs import PENDING, RUNNING, Held, build, check_state, describe_one
 from ._calls import bound_call
+from ._events import emit_scheduled, name_of
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, version_future
 from ._runner import LoopRunner
 from ._version import AioVersion
@@ -121,7 +124,8 @@ class AsyncScheduler:
                                             NoWakeups())
         self._runner = runner = LoopRunner(self._book, max_concurrency,
                                            _core_factory or _impl.Scheduler,
-                                           partial(self.close, cancel_running=True), clocks)
+                                           partial(self.close, cancel_running=True), clocks,
+                                           series_key=FireKey)
         # The running versions waiting in aclose() (see there).
         self._closers: set[AioVersion] = set()
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
@@ -190,7 +194,17 @@ class AsyncScheduler:
                 runner.end_unstarted(ended)
         if runner.host is None or runner.pump_handle is None:
             runner.version_added()  # a host while there is work, and a pump to come
+        if runner.events.wanted:
+            self._emit_scheduled(run, call, run_at)
         return fut
+
+    def _emit_scheduled(self, run: AioVersion, call: Callable[..., Any], run_at: float) -> None:
+        """A listener is there: keep the version's name, tell who wants ``scheduled``."""
+        events = self._runner.events
+        if ev.SCHEDULED in events.wanted:
+            emit_scheduled(events, run, call, float(run_at), FireKey)
+        else:
+            run.event_name = name_of(run.future.task_id, call, FireKey)
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
                     args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,
@@ -251,9 +265,18 @@ class AsyncScheduler:
                                 misfire_grace=misfire_grace, catch_up=catch_up,
                                 overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
 
-    def add_listener(self, fn: Callable[[Event], object]) -> None:
-        """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
-        self._series.hub.add_listener(fn)
+    def add_listener(self, fn: Callable[[Any], object],
+                     kinds: Iterable[str] | None = None) -> None:
+        """Call ``fn(event)`` for each event of ``kinds`` (None: every kind) from now on.
+
+        Task events are ``pysched.events.TaskEvent``s (``TASK_KINDS``); the
+        recurring series' are ``pysched.calendar.Event``s (skipped, coalesced,
+        late, failed, stopped, clock_jump). ``fn`` runs outside every lock of
+        the scheduler; if it raises, that is logged on "pysched.aio" (series events:
+        "pysched.calendar") and the other listeners still run. Unknown kinds:
+        ValueError, nothing added.
+        """
+        events.add_listener(fn, kinds, self._runner.events, self._series.hub, SERIES_KINDS)
 
     def jobs(self, state: str | None = None) -> JobPage:
         """Every pending and running task version and every recurring series, as snapshots
@@ -295,9 +318,9 @@ class AsyncScheduler:
                  for r, state in pairs if r.task_id.__class__ is not FireKey]
         return held, self._series.read()
 
-    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+    def remove_listener(self, fn: Callable[[Any], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
-        self._series.hub.remove_listener(fn)
+        events.remove_listener(fn, self._runner.events, self._series.hub)
 
     def close(self, *, cancel_running: bool | None = None) -> None:
         """Start closing, without waiting: open -> closing (-> closed once nothing runs).

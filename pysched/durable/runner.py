@@ -48,9 +48,11 @@ from concurrent.futures import Executor, Future
 from functools import partial
 from typing import Any
 
+from .. import events
 from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
-from ..calendar import Cron, Event, Every, Series
+from ..calendar import Cron, Every, Series
+from ..calendar.events import KINDS as SERIES_KINDS
 from ..calendar.events import REPLACED
 from ..calendar.ledger import RunLedger
 from ..jobs import DEFAULT_HISTORY, Job, JobPage
@@ -60,6 +62,7 @@ from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
 from ._clocks import Clocks
 from ._counters import COUNTERS, Counters, guarded
+from ._events import DurableEvents
 from ._futures import DurableFuture, DurableTaskFailed, cancel_all
 from ._gate import StoreGate
 from ._heartbeat import Heartbeat
@@ -142,7 +145,7 @@ class DurableScheduler:
     refused and the database's used instead, and how far ahead of the
     database's clock the shared high-water mark may be moved.
 
-    ``listeners``: called with each event of the recurring series from the
+    ``listeners``: called with every event (task and series) from the
     start, as ``add_listener`` does from its call on. The series stored
     before this scheduler starts are adopted, and their missed fire times
     reported, as soon as it starts: a listener added after the constructor
@@ -159,7 +162,7 @@ class DurableScheduler:
                  registry: TaskRegistry = REGISTRY, executor: Executor | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
-                 listeners: Iterable[Callable[[Event], object]] = ()) -> None:
+                 listeners: Iterable[Callable[[Any], object]] = ()) -> None:
         max_workers = check_worker_count(max_workers)
         listeners = tuple(listeners)
         for listener in listeners:
@@ -203,6 +206,7 @@ class DurableScheduler:
         routing = self._routing = Routing(registry, served, claims=max_workers > 0)
         counters = self._counters = Counters(COUNTERS)
         lifecycle = self._lifecycle = Lifecycle(dispatching=max_workers > 0)
+        self._events = events.Listeners(log)  # the task events' listeners (pysched.events)
         inflight = self._inflight = Inflight()
         # The store calls of the public methods: SchedulerClosed once the store is let go.
         self._gate = StoreGate(lifecycle)
@@ -224,10 +228,13 @@ class DurableScheduler:
         # or any Executor the caller passes. A producer has none.
         pool: Executor | None = executor or (ThreadPoolScheduler(
             max_workers, thread_name_prefix="pysched-durable") if max_workers else None)
+        timebase = self.timebase
+        self._told = DurableEvents(self._events, self.owner, registry,
+                                   lambda: timebase.to_wall(clocks.mono()))
         self._runs = Runs(pool, owns_pool=executor is None, registry=registry,
                           timebase=self.timebase, clock=clocks.mono, lifecycle=lifecycle,
                           inflight=inflight, outcomes=queue, counters=counters, scheduler=self,
-                          ended=run_ended)
+                          ended=run_ended, events=self._told)
         outcomes = Outcomes(self.store, queue, self._mirror, counters, poll=poll)
         self._keeper = Housekeeper(s, self.store, timebase=self.timebase, clock=clocks.mono,
                                    lifecycle=lifecycle, inflight=inflight, queue=queue,
@@ -243,7 +250,7 @@ class DurableScheduler:
         self._series.hub.add_listener(ledger.observe)
         self._jobs = StoreJobs(self.store, ledger, self.timebase.to_mono)
         for listener in listeners:  # before the series thread adopts anything
-            self._series.hub.add_listener(listener)
+            self.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
         # A worker on a SQL store says what it serves beside its heartbeat (roster.py).
@@ -254,7 +261,8 @@ class DurableScheduler:
         self._heartbeat = Heartbeat(s, self.store, clock=clocks.mono, lifecycle=lifecycle,
                                     inflight=inflight, counters=counters, wakeup=self._beat,
                                     also=partial(_beat_also, self._series.heartbeat,
-                                                 self._roster, counters))
+                                                 self._roster, counters),
+                                    lost=self._told.lease_lost)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
@@ -384,15 +392,29 @@ class DurableScheduler:
                             strict=True))
 
         futures, cancelled = self._inflight.add_versions(write, self._future)
+        if self._events.wanted:  # posted before the claiming thread can see them
+            self._tell_scheduled(new, futures, cancelled)
         served = self._routing.served()
         self._mirror.scheduled([(task.task_id, future.version, task.run_at, task.priority,
                                  served(task.ref, task.queue))
                                 for task, future in zip(new, futures, strict=True)])
         cancel_all(cancelled)
+        self._events.deliver()
         for task in new:  # a task id is one thing: a one-shot replaces its series
             if self._series.holds(task.task_id):
                 self._series.end(task.task_id, REPLACED)
         return futures
+
+    def _tell_scheduled(self, new: list[NewTask], futures: list[DurableFuture],
+                        replaced: list[DurableFuture]) -> None:
+        """The events of stored versions, and of the versions known here they replaced."""
+        self._told.scheduled((task, future.version)
+                             for task, future in zip(new, futures, strict=True))
+        refs = {task.task_id: task for task in new}
+        for old in replaced:  # told after the version that replaced it, as in the pool
+            task = refs[old.task_id]
+            self._told.ended(events.REPLACED, old.task_id, old.version,
+                             {"ref": task.ref, "queue": task.queue}, REPLACED, post_only=True)
 
     def cancel(self, task_id: str) -> bool:
         """Cancel the pending version of ``task_id`` everywhere, and flag its run here if it runs.
@@ -410,7 +432,17 @@ class DurableScheduler:
         cancelled = self._mirror.cancel_local(task_id, version)
         self._runs.cancel(self._inflight.request_cancel(task_id))
         cancel_all(cancelled)
+        if events.CANCELLED in self._events.wanted:
+            self._tell_cancelled(task_id, version - 1)  # the store bumped it by one
         return True
+
+    def _tell_cancelled(self, task_id: str, version: int) -> None:
+        """The event of a version cancelled here; its row tells its name (one store read)."""
+        rows: list[dict[str, Any] | None] = []
+        guarded(lambda: rows.append(self.store.get(task_id)), "reading a cancelled row",
+                self._counters)
+        self._told.ended(events.CANCELLED, task_id, version, rows[0] if rows else None,
+                         "cancelled")
 
     def retry(self, task_id: str) -> DurableFuture | None:
         """Put a failed or errored task back as a new version due now (attempts from 1).
@@ -483,13 +515,23 @@ class DurableScheduler:
         if version is not None:
             cancel_all(self._mirror.cancel_local(task_id, version))
 
-    def add_listener(self, fn: Callable[[Event], object]) -> None:
-        """Call ``fn(event)`` for each event of the recurring series decided here."""
-        self._series.hub.add_listener(fn)
+    def add_listener(self, fn: Callable[[Any], object],
+                     kinds: Iterable[str] | None = None) -> None:
+        """Call ``fn(event)`` for each event of ``kinds`` (None: every kind) from now on.
 
-    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        Task events are ``pysched.events.TaskEvent``s (``TASK_KINDS``); the
+        recurring series' are ``pysched.calendar.Event``s (skipped, coalesced,
+        late, failed, stopped, clock_jump). ``fn`` runs outside every lock of
+        the scheduler, on the thread where the event happened; if it raises,
+        that is logged on "pysched.durable" (series events: "pysched.calendar")
+        and the other listeners still run. Unknown kinds: ValueError, nothing
+        added.
+        """
+        events.add_listener(fn, kinds, self._events, self._series.hub, SERIES_KINDS)
+
+    def remove_listener(self, fn: Callable[[Any], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
-        self._series.hub.remove_listener(fn)
+        events.remove_listener(fn, self._events, self._series.hub)
 
     def row(self, task_id: str) -> dict[str, Any] | None:
         """The stored row of ``task_id`` (every column), or None. One store read.
@@ -588,6 +630,8 @@ class DurableScheduler:
         if cancelled is None:
             return False
         self._mirror.cancel_local(future.task_id, future.version + 1)
+        if events.CANCELLED in self._events.wanted:
+            self._tell_cancelled(future.task_id, future.version)
         return Future.cancel(future)
 
     def _shut_down(self) -> None:

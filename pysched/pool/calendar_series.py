@@ -228,9 +228,10 @@ class SeriesFuture(TaskFuture):
         self._end_series()
         return cancelled
 
-    def notify_cancelled(self, reason: str) -> None:
-        super().notify_cancelled(reason)
+    def notify_cancelled(self, reason: str) -> bool:
+        told = super().notify_cancelled(reason)
         self._end_series()
+        return told
 
     def settle(self, result: Any, exception: BaseException | None) -> bool:
         settled = super().settle(result, exception)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
-from .. import _impl
+from .. import _impl, events
 from .._validate import (
     check_callable,
     check_capacity,
@@ -29,7 +29,8 @@ from .._validate import (
     check_priority,
     check_time,
 )
-from ..calendar import Cron, Event, Every, Series, SeriesHandle
+from ..calendar import Cron, Every, Series, SeriesHandle
+from ..calendar.events import KINDS as SERIES_KINDS
 from ..jobs import DEFAULT_HISTORY, Job, JobPage
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .calendar_series import (
@@ -279,9 +280,18 @@ class ThreadPoolScheduler(Executor):
         fut = self._pool.add(task_id, record.first_wake(), priority, run, now.mono)
         return pool_series_handle(task_id, fut, record)
 
-    def add_listener(self, fn: Callable[[Event], object]) -> None:
-        """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
-        self._calendar.hub.add_listener(fn)
+    def add_listener(self, fn: Callable[[Any], object],
+                     kinds: Iterable[str] | None = None) -> None:
+        """Call ``fn(event)`` for each event of ``kinds`` (None: every kind) from now on.
+
+        Task events are ``pysched.events.TaskEvent``s (``TASK_KINDS``); the
+        recurring series' are ``pysched.calendar.Event``s (skipped, coalesced,
+        late, failed, stopped, clock_jump). ``fn`` runs outside the pool's
+        lock, on the thread where the event happened; if it raises, that is
+        logged on "pysched.pool" (series events: "pysched.calendar") and the
+        other listeners still run. Unknown kinds: ValueError, nothing added.
+        """
+        events.add_listener(fn, kinds, self._pool.events, self._calendar.hub, SERIES_KINDS)
 
     def jobs(self, state: str | None = None) -> JobPage:
         """Every pending and running task version and every recurring series, as snapshots
@@ -319,9 +329,9 @@ class ThreadPoolScheduler(Executor):
                          if r is not None]
             return [_held(run, state) for run, state in pairs]
 
-    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+    def remove_listener(self, fn: Callable[[Any], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
-        self._calendar.hub.remove_listener(fn)
+        events.remove_listener(fn, self._pool.events, self._calendar.hub)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> TaskFuture:
         """Run ``fn(*args, **kwargs)`` now, at priority 0; the id is the returned Future.
