@@ -4,7 +4,7 @@
   (extra ``prometheus``);
 - ``otel``: ``OpenTelemetryMetrics``, the same instruments through
   OpenTelemetry's metrics API (extra ``otel``);
-- ``events``: the task events each records, ``schedulers``: which schedulers
+- ``listener``: the task events each records, ``schedulers``: which schedulers
   they watch and how their gauges are read, ``labels``: the bound on label
   values, ``tally``: the in-memory counts the Prometheus collector reads.
 

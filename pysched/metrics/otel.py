@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation, get_meter
 
 from .._version import __version__
-from .events import Labels
+from .listener import Labels
 from .prometheus import DEFAULT_MAX_NAMES, DEFAULT_MAX_QUEUES
 from .schedulers import Attachments, Watchable
 from .tally import DEFAULT_BUCKETS, check_buckets
@@ -40,7 +40,7 @@ def _attributes(labels: Labels) -> dict[str, str]:
 
 
 class _Instruments:
-    """A ``Sink`` (``events``) that records on OpenTelemetry instruments."""
+    """A ``Sink`` (``listener``) that records on OpenTelemetry instruments."""
 
     def __init__(self, provider: MeterProvider | None, buckets: tuple[float, ...]) -> None:
         meter = get_meter("pysched.metrics", __version__, provider)

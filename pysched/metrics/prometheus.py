@@ -20,7 +20,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import REGISTRY, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from .events import Labels
+from .listener import Labels
 from .schedulers import Attachments, Watchable
 from .tally import DEFAULT_BUCKETS, HistogramCounts, Tally
 

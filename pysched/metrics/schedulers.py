@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from .events import TASK_KINDS, EventListener, Sink
+from .listener import KINDS, EventListener, Sink
 from .labels import BoundedValues
 
 __all__ = ["Attachments", "Gauges", "Watchable", "scheduler_kind"]
@@ -50,7 +50,7 @@ class Gauges(NamedTuple):
 
 # (module, class) -> (the scheduler label by default, the stats() keys of pending,
 # running and workers).
-_KINDS: Mapping[tuple[str, str], tuple[str, tuple[str, str, str]]] = {
+_SCHEDULERS: Mapping[tuple[str, str], tuple[str, tuple[str, str, str]]] = {
     ("pysched.pool.scheduler", "ThreadPoolScheduler"):
         ("pool", ("pending", "running", "max_workers")),
     ("pysched.aio._scheduler", "AsyncScheduler"):
@@ -62,7 +62,7 @@ _KINDS: Mapping[tuple[str, str], tuple[str, tuple[str, str, str]]] = {
 
 def _entry(scheduler: object) -> tuple[str, tuple[str, str, str]]:
     for cls in type(scheduler).__mro__:
-        found = _KINDS.get((cls.__module__, cls.__qualname__))
+        found = _SCHEDULERS.get((cls.__module__, cls.__qualname__))
         if found is not None:
             return found
     raise TypeError("scheduler must be a ThreadPoolScheduler, AsyncScheduler or"
@@ -110,7 +110,7 @@ class Attachments:
                 raise ValueError(f"{type(scheduler).__name__} is attached already")
             self._attached[id(scheduler)] = _Attached(scheduler, listener, keys)
         try:
-            scheduler.add_listener(listener, kinds=TASK_KINDS)
+            scheduler.add_listener(listener, kinds=KINDS)
         except BaseException:
             with self._lock:
                 del self._attached[id(scheduler)]

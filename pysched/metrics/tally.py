@@ -13,7 +13,7 @@ import math
 import threading
 from collections.abc import Iterable
 
-from .events import Labels
+from .listener import Labels
 
 __all__ = ["DEFAULT_BUCKETS", "HistogramCounts", "Snapshot", "Tally", "check_buckets"]
 
@@ -70,7 +70,7 @@ class Snapshot:
 
 
 class Tally:
-    """A ``Sink`` (``events``) that counts in memory; thread-safe."""
+    """A ``Sink`` (``listener``) that counts in memory; thread-safe."""
 
     def __init__(self, buckets: Iterable[float] = DEFAULT_BUCKETS) -> None:
         self.bounds = check_buckets(buckets)

@@ -1,0 +1,81 @@
+"""From a scheduler's task events to the four things a metrics backend records.
+
+Every scheduler's ``add_listener(fn, kinds=...)`` calls ``fn(event)`` for the
+kinds listed in ``KINDS`` (``pysched.events``). ``EventListener`` turns each
+``TaskEvent`` into one or two calls on a ``Sink``: ``scheduled``, ``started``
+(with the start lateness), ``ran`` (with the run time, for a run that
+returned or raised) and ``ended`` (with the outcome). Both backends
+(``prometheus``, ``otel``) are sinks, so the mapping from events to
+instruments lives here once.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..events import (
+    CANCELLED,
+    EVICTED,
+    FAILED,
+    HANDED_BACK,
+    LEASE_LOST,
+    REPLACED,
+    RETRIED,
+    SCHEDULED,
+    STARTED,
+    SUCCEEDED,
+    TaskEvent,
+)
+from .labels import BoundedValues
+
+__all__ = ["KINDS", "OUTCOMES", "EventListener", "Labels", "Sink"]
+
+# (scheduler, queue, name): the labels every task instrument carries.
+Labels = tuple[str, str, str]
+
+# The kinds that end a version (or one attempt of it), each counted as an outcome.
+OUTCOMES = (SUCCEEDED, FAILED, RETRIED, CANCELLED, REPLACED, EVICTED, LEASE_LOST, HANDED_BACK)
+KINDS = (SCHEDULED, STARTED, *OUTCOMES)
+
+
+class Sink(Protocol):
+    """What a metrics backend records; each call may come from any thread."""
+
+    def scheduled(self, labels: Labels) -> None: ...
+    def started(self, labels: Labels, lateness: float) -> None: ...
+    def ran(self, labels: Labels, duration: float) -> None: ...
+    def ended(self, labels: Labels, outcome: str) -> None: ...
+
+
+class EventListener:
+    """The listener one attached scheduler calls; ``scheduler`` is its label value.
+
+    Queue and task name pass through the backend's ``BoundedValues``, so a
+    task id never becomes a label and the number of series stays bounded.
+    """
+
+    __slots__ = ("scheduler", "sink", "names", "queues")
+
+    def __init__(self, scheduler: str, sink: Sink, names: BoundedValues,
+                 queues: BoundedValues) -> None:
+        self.scheduler = scheduler
+        self.sink = sink
+        self.names = names
+        self.queues = queues
+
+    def __call__(self, event: object) -> None:
+        # A series' own events share some kinds ("failed"); only task events count here.
+        if not isinstance(event, TaskEvent):
+            return
+        kind = event.kind
+        labels = (self.scheduler, self.queues.get(event.queue), self.names.get(event.name))
+        if kind == SCHEDULED:
+            self.sink.scheduled(labels)
+            return
+        if kind == STARTED:
+            if event.lateness is not None:
+                self.sink.started(labels, event.lateness)
+            return
+        if event.duration is not None:  # succeeded or failed: the function ran
+            self.sink.ran(labels, event.duration)
+        self.sink.ended(labels, kind)
