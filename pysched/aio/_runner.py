@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Callable, Hashable
 from contextvars import Context
 from inspect import isawaitable
@@ -22,6 +23,7 @@ from threading import get_ident
 from types import CoroutineType
 from typing import Any
 
+from .. import events as ev
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN
 from ..pool.book import Book
@@ -33,6 +35,9 @@ from ._timer import DeadlineTimer
 from ._version import AioVersion
 
 __all__ = ["LoopRunner"]
+
+TASK_LOG = logging.getLogger("pysched.aio")  # failed runs, and listeners that raise
+Listeners = ev.Listeners
 
 
 def _never() -> bool:
@@ -68,6 +73,7 @@ class LoopRunner:
         self.pump_handle: asyncio.Handle | None = None
         self.timer: DeadlineTimer | None = None  # made with the core, on the loop
         self._settle_waiters: list[asyncio.Future[None]] = []
+        self.events = Listeners(TASK_LOG)  # the task events' listeners (pysched.events)
 
     def bind(self) -> asyncio.AbstractEventLoop:
         """The running loop, which the scheduler binds to on first use; RuntimeError otherwise."""

@@ -23,11 +23,12 @@ from functools import partial
 from threading import get_ident
 from typing import Any, cast
 
-from .. import _impl
+from .. import _impl, events
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import OPEN
 from .._validate import check_capacity, check_hashable, check_time
-from ..calendar import Cron, Event, Every, SeriesHandle
+from ..calendar import Cron, Every, SeriesHandle
+from ..calendar.events import KINDS as SERIES_KINDS
 from ..pool.book import Book, NoWakeups
 from ..pool.clocks import Clocks
 from ._calls import bound_call
@@ -243,13 +244,22 @@ class AsyncScheduler:
                                 misfire_grace=misfire_grace, catch_up=catch_up,
                                 overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
 
-    def add_listener(self, fn: Callable[[Event], object]) -> None:
-        """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
-        self._series.hub.add_listener(fn)
+    def add_listener(self, fn: Callable[[Any], object],
+                     kinds: Iterable[str] | None = None) -> None:
+        """Call ``fn(event)`` for each event of ``kinds`` (None: every kind) from now on.
 
-    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        Task events are ``pysched.events.TaskEvent``s (``TASK_KINDS``); the
+        recurring series' are ``pysched.calendar.Event``s (skipped, coalesced,
+        late, failed, stopped, clock_jump). ``fn`` runs outside every lock of
+        the scheduler; if it raises, that is logged on "pysched.aio" (series events:
+        "pysched.calendar") and the other listeners still run. Unknown kinds:
+        ValueError, nothing added.
+        """
+        events.add_listener(fn, kinds, self._runner.events, self._series.hub, SERIES_KINDS)
+
+    def remove_listener(self, fn: Callable[[Any], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
-        self._series.hub.remove_listener(fn)
+        events.remove_listener(fn, self._runner.events, self._series.hub)
 
     def close(self, *, cancel_running: bool | None = None) -> None:
         """Start closing, without waiting: open -> closing (-> closed once nothing runs).

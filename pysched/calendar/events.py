@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from dataclasses import dataclass
 
 from ._readings import Jump
@@ -85,25 +85,29 @@ class EventHub:
     __slots__ = ("_listeners", "_counts", "_lock")
 
     def __init__(self) -> None:
-        self._listeners: tuple[Listener, ...] = ()
+        # Each listener with the kinds it wants (None: every kind).
+        self._listeners: tuple[tuple[Listener, frozenset[str] | None], ...] = ()
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def add_listener(self, fn: Listener) -> None:
-        """Call ``fn(event)`` for every event from now on."""
+    def add_listener(self, fn: Listener, kinds: Collection[str] | None = None) -> None:
+        """Call ``fn(event)`` for every event (of ``kinds``, if given) from now on."""
         if not callable(fn):
             raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        wanted = None if kinds is None else frozenset(kinds)
         with self._lock:
-            self._listeners = self._listeners + (fn,)
+            self._listeners = (*self._listeners, (fn, wanted))
 
     def remove_listener(self, fn: Listener) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
         with self._lock:
             listeners = list(self._listeners)
-            try:
-                listeners.remove(fn)
-            except ValueError:
-                raise KeyError(f"fn {fn!r} is not a listener") from None
+            for i, (added, _) in enumerate(listeners):
+                if added == fn:
+                    del listeners[i]
+                    break
+            else:
+                raise KeyError(f"fn {fn!r} is not a listener")
             self._listeners = tuple(listeners)
 
     def emit(self, events: Iterable[Event]) -> None:
@@ -119,7 +123,9 @@ class EventHub:
                     self._counts[f"{event.kind}_fire_times"] += event.count
             listeners = self._listeners
         for event in events:
-            for fn in listeners:
+            for fn, kinds in listeners:
+                if kinds is not None and event.kind not in kinds:
+                    continue
                 try:
                     fn(event)
                 except Exception:

@@ -48,9 +48,11 @@ from concurrent.futures import Executor, Future
 from functools import partial
 from typing import Any
 
+from .. import events
 from .._errors import SchedulerClosed
 from .._validate import check_capacity, check_priority, check_time
-from ..calendar import Cron, Event, Every, Series
+from ..calendar import Cron, Every, Series
+from ..calendar.events import KINDS as SERIES_KINDS
 from ..calendar.events import REPLACED
 from ..pool.scheduler import check_worker_count
 from ..threadpool import ThreadPoolScheduler
@@ -137,7 +139,7 @@ class DurableScheduler:
     refused and the database's used instead, and how far ahead of the
     database's clock the shared high-water mark may be moved.
 
-    ``listeners``: called with each event of the recurring series from the
+    ``listeners``: called with every event (task and series) from the
     start, as ``add_listener`` does from its call on. The series stored
     before this scheduler starts are adopted, and their missed fire times
     reported, as soon as it starts: a listener added after the constructor
@@ -154,7 +156,7 @@ class DurableScheduler:
                  registry: TaskRegistry = REGISTRY, executor: Executor | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
-                 listeners: Iterable[Callable[[Event], object]] = ()) -> None:
+                 listeners: Iterable[Callable[[Any], object]] = ()) -> None:
         max_workers = self._max_workers = check_worker_count(max_workers)
         listeners = tuple(listeners)
         for listener in listeners:
@@ -198,6 +200,7 @@ class DurableScheduler:
         routing = self._routing = Routing(registry, served, claims=max_workers > 0)
         counters = self._counters = Counters(COUNTERS)
         lifecycle = self._lifecycle = Lifecycle(dispatching=max_workers > 0)
+        self._events = events.Listeners(log)  # the task events' listeners (pysched.events)
         inflight = self._inflight = Inflight()
         # The store calls of the public methods: SchedulerClosed once the store is let go.
         self._gate = StoreGate(lifecycle)
@@ -234,7 +237,7 @@ class DurableScheduler:
             lease=lease, start=self._runs.submit, clock=clocks.mono, live_until=s.live_until,
             scheduler=self, retention=retention)
         for listener in listeners:  # before the series thread adopts anything
-            self._series.hub.add_listener(listener)
+            self.add_listener(listener)
         # Series runs are renewed on the heartbeat's own thread too, so a slow re-read
         # of the series never lets a lease lapse.
         self._heartbeat = Heartbeat(s, self.store, clock=clocks.mono, lifecycle=lifecycle,
@@ -467,13 +470,23 @@ class DurableScheduler:
         if version is not None:
             cancel_all(self._mirror.cancel_local(task_id, version))
 
-    def add_listener(self, fn: Callable[[Event], object]) -> None:
-        """Call ``fn(event)`` for each event of the recurring series decided here."""
-        self._series.hub.add_listener(fn)
+    def add_listener(self, fn: Callable[[Any], object],
+                     kinds: Iterable[str] | None = None) -> None:
+        """Call ``fn(event)`` for each event of ``kinds`` (None: every kind) from now on.
 
-    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        Task events are ``pysched.events.TaskEvent``s (``TASK_KINDS``); the
+        recurring series' are ``pysched.calendar.Event``s (skipped, coalesced,
+        late, failed, stopped, clock_jump). ``fn`` runs outside every lock of
+        the scheduler, on the thread where the event happened; if it raises,
+        that is logged on "pysched.durable" (series events: "pysched.calendar")
+        and the other listeners still run. Unknown kinds: ValueError, nothing
+        added.
+        """
+        events.add_listener(fn, kinds, self._events, self._series.hub, SERIES_KINDS)
+
+    def remove_listener(self, fn: Callable[[Any], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
-        self._series.hub.remove_listener(fn)
+        events.remove_listener(fn, self._events, self._series.hub)
 
     def row(self, task_id: str) -> dict[str, Any] | None:
         """The stored row of ``task_id`` (every column), or None. One store read.

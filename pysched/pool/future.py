@@ -213,18 +213,20 @@ class TaskFuture(Future, VersionFields):  # type: ignore[type-arg]
             self._notify_cancelled_locked()
         return False
 
-    def notify_cancelled(self, reason: str) -> None:
+    def notify_cancelled(self, reason: str) -> bool:
         """For the pool: the version was ended before it ran, for ``reason`` (its
-        ``cancel_reason``); the Future is cancelled and everyone waiting is told."""
+        ``cancel_reason``); the Future is cancelled and everyone waiting is told.
+        False if an earlier call told them already (or it was resolved)."""
         with self._lock:
             state = self._state
             if state != PENDING and state != CANCELLED:
-                return
+                return False
             self._cancel_reason = reason
             self._notify_cancelled_locked()
         # Future.cancel() of a CANCELLED Future ran its callbacks already.
         if state == PENDING and self._callback_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
+        return True
 
     def has_done_callbacks(self) -> bool:
         """For the pool: whether resolving it runs done callbacks (user code that may be slow)."""

@@ -351,14 +351,19 @@ def _is_running(running: dict[Hashable, Any], ref: weakref.ref[PoolVersion],
     return run.run_no == run_no and running.get(run.task_id) is run
 
 
-def end_futures(ended: list[PoolVersion]) -> None:
+def end_futures(ended: list[PoolVersion],
+                on_ended: Callable[[PoolVersion], object] | None = None) -> None:
     """Cancel the Futures of versions (or series) that will never run; outside the lock.
 
     These Futures are out of the book and nobody else will resolve them, so a
     done callback raising a BaseException stops none of the others.
     """
-    call_each([partial(_end, run) for run in ended])
+    call_each([partial(_end, run, on_ended) for run in ended])
 
 
-def _end(run: PoolVersion) -> None:
-    run.future.notify_cancelled(run.cancel_reason or "cancelled")  # type: ignore[union-attr]
+def _end(run: PoolVersion, on_ended: Callable[[PoolVersion], object] | None) -> None:
+    """Cancel ``run``'s Future; ``on_ended(run)`` if this call cancelled it (a version the
+    worker released unrun is also in its ``ended``: the first call tells of it)."""
+    told = run.future.notify_cancelled(run.cancel_reason or "cancelled")  # type: ignore[union-attr]
+    if told and on_ended is not None:
+        on_ended(run)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
-from .. import _impl
+from .. import _impl, events
 from .._validate import (
     check_callable,
     check_capacity,
@@ -29,7 +29,8 @@ from .._validate import (
     check_priority,
     check_time,
 )
-from ..calendar import Cron, Event, Every, Series, SeriesHandle
+from ..calendar import Cron, Every, Series, SeriesHandle
+from ..calendar.events import KINDS as SERIES_KINDS
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
 from .clocks import Clocks, waiter_for
@@ -269,13 +270,22 @@ class ThreadPoolScheduler(Executor):
         fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return pool_series_handle(task_id, fut, record)
 
-    def add_listener(self, fn: Callable[[Event], object]) -> None:
-        """Call ``fn(event)`` for each event of the recurring series (``pysched.calendar``)."""
-        self._calendar.hub.add_listener(fn)
+    def add_listener(self, fn: Callable[[Any], object],
+                     kinds: Iterable[str] | None = None) -> None:
+        """Call ``fn(event)`` for each event of ``kinds`` (None: every kind) from now on.
 
-    def remove_listener(self, fn: Callable[[Event], object]) -> None:
+        Task events are ``pysched.events.TaskEvent``s (``TASK_KINDS``); the
+        recurring series' are ``pysched.calendar.Event``s (skipped, coalesced,
+        late, failed, stopped, clock_jump). ``fn`` runs outside the pool's
+        lock, on the thread where the event happened; if it raises, that is
+        logged on "pysched.pool" (series events: "pysched.calendar") and the
+        other listeners still run. Unknown kinds: ValueError, nothing added.
+        """
+        events.add_listener(fn, kinds, self._pool.events, self._calendar.hub, SERIES_KINDS)
+
+    def remove_listener(self, fn: Callable[[Any], object]) -> None:
         """Stop calling ``fn``; KeyError if it was not added."""
-        self._calendar.hub.remove_listener(fn)
+        events.remove_listener(fn, self._pool.events, self._calendar.hub)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> TaskFuture:
         """Run ``fn(*args, **kwargs)`` now, at priority 0; the id is the returned Future.

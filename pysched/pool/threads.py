@@ -71,6 +71,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from .. import events as ev
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN
 from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups
@@ -78,9 +79,11 @@ from .clocks import Clocks, Waiter
 from .future import TaskFuture
 from .lock import hot_path_ops, pool_lock
 from .pool_book import PoolBook, PoolVersion, end_futures
-from .token import CancelToken, current_run, run_callbacks, scheduler_token
+from .pool_events import emit_ended, emit_finished, emit_scheduled, emit_started
+from .token import CancelToken, TaskCancelled, current_run, run_callbacks, scheduler_token
 
 LOGGER = logging.getLogger("pysched")
+TASK_LOG = logging.getLogger("pysched.pool")  # failed runs, and listeners that raise
 _INF = math.inf
 
 __all__ = ["PoolThreads"]
@@ -146,6 +149,7 @@ class PoolThreads:
         self.alive = 0  # workers and the dispatcher
         self.dispatcher_settled = False  # it reached its first wait, or exited
         self._owner_ref: weakref.ref[Any] | None = None
+        self.events = ev.Listeners(TASK_LOG)
         _live.add(self)
         if _exiting:  # made while the interpreter exits: refuse work, as everything else does
             self.exit_interpreter()
@@ -301,7 +305,9 @@ class PoolThreads:
         if spare is not None:
             self._start_spare(spare)
         if ended:
-            end_futures(ended)
+            self.end(ended)
+        if ev.SCHEDULED in self.events.wanted:
+            emit_scheduled(self.events, run)
         return run.future  # type: ignore[return-value]  # made by add()
 
     def submit(self, fut: TaskFuture, run: PoolVersion, now: float) -> None:
@@ -317,6 +323,17 @@ class PoolThreads:
             self.unlock()
         if spare is not None:
             self._start_spare(spare)
+        if ev.SCHEDULED in self.events.wanted:
+            emit_scheduled(self.events, run)
+
+    def end(self, ended: list[PoolVersion]) -> None:
+        """Cancel the Futures of versions ended unstarted, each with its event; outside
+        the lock."""
+        emit = None if self.events.wanted.isdisjoint(ev.ENDED_KINDS) else self._emit_ended
+        end_futures(ended, emit)
+
+    def _emit_ended(self, run: PoolVersion) -> None:
+        emit_ended(self.events, run)
 
     def cancel(self, task_id: Any) -> bool:
         ended: list[PoolVersion] = []
@@ -326,7 +343,7 @@ class PoolThreads:
             if started is not None:
                 callbacks = self.book.request_stop(started, CANCELLED)
         try:
-            end_futures(ended)
+            self.end(ended)
         finally:  # the token no longer holds them: they run now or never
             if callbacks:
                 run_callbacks(callbacks)
@@ -337,7 +354,7 @@ class PoolThreads:
         ended: list[PoolVersion] = []
         with self.lock:
             outcome = self.book.cancel_future(fut, ended)
-        end_futures(ended)
+        self.end(ended)
         return None if outcome is None else outcome[0]
 
     def token_for(self, run: PoolVersion) -> CancelToken:
@@ -358,7 +375,7 @@ class PoolThreads:
                 for run in self.book.running.values():
                     callbacks.extend(self.book.request_stop(run, CLOSED) or ())
         try:
-            end_futures(ended)
+            self.end(ended)
         finally:  # the tokens no longer hold them: they run now or never
             run_callbacks(callbacks)
 
@@ -367,7 +384,7 @@ class PoolThreads:
         ended: list[PoolVersion] = []
         with self.lock:
             self.book.drain(ended, due_by)
-        end_futures(ended)
+        self.end(ended)
 
     def exit_interpreter(self) -> None:
         now = self.clocks.now(fallback=True)
@@ -417,18 +434,26 @@ class PoolThreads:
         try_lock, wait_lock, unlock = self.try_lock, self.wait_lock, self.unlock
         read_clock = self.clocks.now  # read_clock(True): the latest good reading if it fails
         book = self.book
+        events = self.events
         set_current = current_run.set
         reset_current = current_run.reset
         run: PoolVersion | None = None  # the version this worker ran last
+        task: Any = None  # its core Task: its version and run_at, for its events
         work: Any = None  # a started version not run yet, or the core's hint: float or None
         result: Any = None
         failure: BaseException | None = None
+        ran_failure: BaseException | None = None  # what fn raised, before the book's say
         resolves = False
         start = now = book.epoch
         ended: list[PoolVersion] = []
         try:
             while True:
                 now = read_clock(True)
+                ran_failure = failure
+                # Read before the lock: once it is released, another worker may start the
+                # series' next wake-up on this same record.
+                watched = events.wanted and run is not None and (run.series is None
+                                                                 or run.series.fired)
                 # Finish the previous version and start the next in one critical section.
                 if not try_lock(False):
                     wait_lock()
@@ -447,11 +472,15 @@ class PoolThreads:
                 finally:
                     unlock()
                 if run is not None:
+                    if failure is not None or ran_failure is not None:
+                        self._failed(run, task, failure or ran_failure)  # type: ignore[arg-type]
+                    if watched:
+                        self._emit_finished(run, task, start, now, failure or ran_failure)
                     if resolves:
                         run.future.settle(result, failure)  # type: ignore[union-attr]
-                    run = result = failure = None
+                    run = task = result = failure = ran_failure = None
                 if ended:
-                    end_futures(ended)
+                    self.end(ended)
                     ended.clear()
                 if broken is not None:
                     raise broken
@@ -460,10 +489,13 @@ class PoolThreads:
                     if work is None:
                         return
                 run = work
+                task = run.task
                 start = read_clock(True)
                 if run.timeout is not None:
                     with lock:
                         book.track_timeout(run, start)
+                if ev.STARTED in events.wanted and run.series is None:
+                    emit_started(events, run, task, start)
                 work = None  # it runs now: its Future gets what fn gives
                 context = set_current(run)
                 try:
@@ -481,6 +513,23 @@ class PoolThreads:
             elif run is not None:
                 self._abandon(run, exc, (start, result, failure))
             raise
+
+    def _failed(self, run: PoolVersion, task: Any, failure: BaseException) -> None:
+        """Log a run that raised, once, with its traceback (a run stopped at its token's
+        request is no error); a series' wake-up that fired nothing never raises."""
+        if isinstance(failure, TaskCancelled):
+            return
+        TASK_LOG.error("task %r version %r failed", run.future.task_id, task.version,  # type: ignore[union-attr]
+                       exc_info=failure)
+
+    def _emit_finished(self, run: PoolVersion, task: Any, start: float, end: float,
+                       failure: BaseException | None) -> None:
+        """The events of a run that ended; a series' run tells that it started only now,
+        once it is known to have fired its function (a wake-up that fired none is no run)."""
+        events = self.events
+        if run.series is not None and ev.STARTED in events.wanted:
+            emit_started(events, run, task, start)
+        emit_finished(events, run, task, start, end, failure)
 
     def _abandon(self, run: PoolVersion, exc: BaseException,
                  ran: tuple[float, Any, BaseException | None] | None) -> None:
@@ -507,7 +556,7 @@ class PoolThreads:
         finally:  # even if the book refuses (what killed the worker may strike again)
             if resolves:
                 fut.settle(result, failure)
-            end_futures(ended)
+            self.end(ended)
 
     def _wait_for_work(self, now: float) -> PoolVersion | None:
         """Idle until there is work for this worker; None when it must exit."""
@@ -542,12 +591,12 @@ class PoolThreads:
                                 self._pass_timing()
                                 return work  # type: ignore[return-value]
                 if ended:
-                    end_futures(ended)
+                    self.end(ended)
                     ended.clear()
                 now = self.clocks.now(fallback=True)  # notified without a task: look again
         finally:
             if ended:
-                end_futures(ended)
+                self.end(ended)
 
     def _pass_timing(self) -> None:
         """A free worker claimed work: an idle one takes over timing the next head, if any."""

@@ -23,6 +23,7 @@ from pysched.aio.series import FireKey
 from pysched.calendar import current_fire
 
 from support.aio import VirtualTimeLoop, destroyed_pending, run, run_as_asyncio_run
+from support.series_events import series_only
 
 W0 = datetime(2026, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
 MINUTE = 60.0
@@ -122,7 +123,7 @@ def test_a_wall_clock_set_back_never_fires_a_fire_time_twice(make_scheduler):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(wall)
         s.schedule_recurring("ten", Cron("*/10 * * * *"), 0, runs)
         await asyncio.sleep(10 * MINUTE)  # runs 00:10
@@ -168,7 +169,7 @@ def suspended(make_scheduler, catch_up):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(wall)
         s.schedule_recurring("ten", Cron("*/10 * * * *"), 0, runs, catch_up=catch_up)
         await asyncio.sleep(10 * MINUTE - 25)
@@ -213,7 +214,7 @@ def test_cancel_ends_the_series_and_says_so(make_scheduler):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(wall)
         handle = s.schedule_recurring("tick", Every(10), 0, runs)
         await asyncio.sleep(25)
@@ -235,7 +236,7 @@ def test_a_replacement_by_task_id_replaces_the_whole_series(make_scheduler):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         old, new = Runs(wall), Runs(wall)
         old_handle = s.schedule_recurring("job", Every(10), 0, old)
         await asyncio.sleep(15)
@@ -257,7 +258,7 @@ def test_pause_skips_what_comes_due_and_resume_goes_on_from_now(make_scheduler):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(wall)
         t0 = asyncio.get_running_loop().time()
         handle = s.schedule_recurring("tick", Every(10), 0, runs)
@@ -282,7 +283,7 @@ def test_overlap_skip_with_a_slow_coroutine(make_scheduler):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(wall, sleep=25)  # longer than two periods
         t0 = asyncio.get_running_loop().time()
         s.schedule_recurring("slow", Every(10), 0, runs, overlap="skip")
@@ -305,7 +306,7 @@ def test_a_failing_run_is_an_event_and_on_error_stop_ends_the_series(make_schedu
     async def main():
         s = make_scheduler(wall_clock=Wall())
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         goes_on = s.schedule_recurring("goes-on", Every(10), 0, boom)
         stops = s.schedule_recurring("stops", Every(10), 0, boom, on_error="stop")
         await asyncio.sleep(35)
@@ -324,7 +325,7 @@ def test_a_run_waiting_for_a_slot_when_its_series_ends_is_reported(make_schedule
     async def main():
         s = make_scheduler(max_concurrency=1, wall_clock=Wall())
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(Wall())
         s.schedule_in("hog", 0, 0, asyncio.sleep, (60,))
         handle = s.schedule_recurring("tick", Every(10), 0, runs)
@@ -344,7 +345,7 @@ def test_close_skips_a_run_not_started_and_stops_every_series(make_scheduler):
     async def main():
         s = make_scheduler(max_concurrency=1, wall_clock=Wall())
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         s.schedule_in("hog", 0, 0, asyncio.sleep, (60,))
         s.schedule_recurring("a", Every(10), 0, Runs(Wall()))
         s.schedule_recurring("b", Cron("* * * * *"), 0, Runs(Wall()))
@@ -391,7 +392,7 @@ def test_a_one_shot_of_a_series_id_replaces_the_whole_series(make_scheduler):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(wall)
         handle = s.schedule_recurring("job", Every(10), 0, runs)
         await asyncio.sleep(15)
@@ -430,7 +431,7 @@ def test_cancel_by_task_id_ends_the_series(make_scheduler):
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = Runs(wall)
         handle = s.schedule_recurring("job", Every(10), 0, runs)
         await asyncio.sleep(15)
@@ -484,7 +485,7 @@ def test_a_coroutine_run_released_before_its_first_step_runs_nothing(make_schedu
     async def main():
         s = make_scheduler(wall_clock=Wall())
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         ran = []
 
         async def tick():
@@ -549,7 +550,7 @@ def test_a_listener_may_cancel_or_replace_the_series_whose_run_was_just_decided(
                 else:
                     handles.append(s.schedule_recurring("ten", Cron("0 * * * *"), 0, new))
 
-        s.add_listener(listener)
+        s.add_listener(series_only(listener))
         handles.append(s.schedule_recurring("ten", Cron("*/10 * * * *"), 0, old))
         await asyncio.sleep(10 * MINUTE - 25)
         wall.offset += HOUR  # set forward: the late run and its event come in one wake-up
@@ -578,7 +579,7 @@ def test_a_run_whose_series_a_listener_cancels_as_it_begins_does_not_start(make_
             if event.kind == "late":  # said by begin(): the run waited for a slot too long
                 handles[0].cancel()
 
-        s.add_listener(listener)
+        s.add_listener(series_only(listener))
         s.schedule_in("hog", 0, 0, asyncio.sleep, (15,))
         handles.append(s.schedule_recurring("tick", Every(10), 0, runs))
         await asyncio.sleep(30)
@@ -607,7 +608,7 @@ def test_any_clock_history_runs_each_fire_time_at_most_once_never_early_and_name
         wall = Wall()
         s = make_scheduler(wall_clock=wall)
         events = []
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         runs = {"cron": Runs(wall, sleep=run_time), "every": Runs(wall, sleep=run_time)}
         t0 = asyncio.get_running_loop().time()
         options = {"catch_up": catch_up, "overlap": overlap}
@@ -665,7 +666,7 @@ def test_a_scheduler_left_open_when_its_loop_shuts_down_ends_its_series(make_sch
 
     async def main():
         s = make_scheduler(wall_clock=Wall())
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         started = asyncio.Event()
 
         async def slow():
@@ -701,7 +702,7 @@ def test_a_series_timer_due_during_the_loops_teardown_starts_nothing(make_schedu
     async def main():
         asyncio.get_running_loop().create_task(slow_cleanup())
         s = make_scheduler(wall_clock=Wall())
-        s.add_listener(events.append)
+        s.add_listener(series_only(events.append))
         s.schedule_recurring("soon", Every(0.01), 0, started.append, ("soon",))
         await asyncio.sleep(0)
 

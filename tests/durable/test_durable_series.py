@@ -44,6 +44,7 @@ from support.durable_series import (
     step,
     tick,
 )
+from support.series_events import series_only
 
 
 def test_two_schedulers_on_one_store_run_each_fire_time_once(store: Any) -> None:
@@ -440,7 +441,7 @@ def test_a_durable_scheduler_runs_its_series_on_its_workers(store: Any) -> None:
     """End to end, on real clocks: the series thread, the pool, the stats and the events."""
     events: list[Any] = []
     with DurableScheduler(store, registry=REGISTRY, poll_interval=0.05) as sched:
-        sched.add_listener(events.append)
+        sched.add_listener(series_only(events.append))
         handle = sched.schedule_recurring("fast", Every(0.05), 3, tick, args=["e2e"])
         h.wait_for(lambda: len(RAN) >= 3, what="three runs")
         assert handle.cancel() and not handle.cancel()
@@ -579,7 +580,7 @@ def test_a_task_id_is_one_thing_for_one_shots_and_series(store: Any) -> None:
     the id's pending one-shot; cancel(task_id) ends a series. As in the pool and asyncio."""
     events: list[Any] = []
     with DurableScheduler(store, registry=REGISTRY, max_workers=1) as sched:  # runs series here
-        sched.add_listener(events.append)
+        sched.add_listener(series_only(events.append))
         table = store.series_table()
         handle = sched.schedule_recurring("job", Every(60), 0, tick, args=["a"])
         once = sched.schedule_in("job", 3600.0, 0, tick, ("b",))

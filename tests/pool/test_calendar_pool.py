@@ -16,6 +16,7 @@ from pysched import Cron, Every, SchedulerFull, ThreadPoolScheduler
 from pysched.calendar import Event, current_fire
 
 from support.pool import WAIT
+from support.series_events import series_only
 
 W0 = datetime(2025, 1, 1, 0, 0, 30, tzinfo=timezone.utc).timestamp()
 MINUTE = 60.0
@@ -59,7 +60,7 @@ def setup(make_pool, clock):
     wall = Wall(clock)
     pool = make_pool(wall_clock=wall)
     events: list[Event] = []
-    pool.add_listener(events.append)
+    pool.add_listener(series_only(events.append))
     return pool, wall, events
 
 
@@ -198,7 +199,7 @@ def test_pause_and_resume_do_nothing_once_the_series_ended(setup, clock):
 def test_a_series_the_pool_ends_says_so_in_its_event(make_pool, clock):
     pool = make_pool(max_pending=1, wall_clock=Wall(clock))
     events: list[Event] = []
-    pool.add_listener(events.append)
+    pool.add_listener(series_only(events.append))
 
     def fill():  # takes the only pending place while the series' wake-up runs
         pool.schedule("other", 1000.0, 0, print)
@@ -235,7 +236,7 @@ def test_stress_many_fast_series_on_real_clocks(impl):
     pool = ThreadPoolScheduler(4, _core_factory=impl.Scheduler)
     events: list[Event] = []
     lock = threading.Lock()
-    pool.add_listener(events.append)
+    pool.add_listener(series_only(events.append))
     active: dict[int, int] = {}
     runs: dict[int, int] = {}
     overlapped: list[int] = []
