@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from .listener import KINDS, EventListener, Sink
 from .labels import BoundedValues
+from .listener import KINDS, EventListener, Sink
 
 __all__ = ["Attachments", "Gauges", "Watchable", "scheduler_kind"]
 

@@ -52,6 +52,7 @@ def test_pool_runs_are_recorded_on_the_instruments():
         for fut in futures:
             fut.exception()
         metrics = read(reader)
+        pool.close()  # cancels "far" (leaving the block would wait for it)
     assert set(metrics) == set(INSTRUMENTS)
     for name, (_, unit) in INSTRUMENTS.items():
         assert metrics[name].unit == unit

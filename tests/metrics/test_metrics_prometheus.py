@@ -38,7 +38,7 @@ def nap() -> None:
     time.sleep(0.05)
 
 
-def check_histogram(s: Scrape, name: str, **labels: str) -> tuple[float, float]:
+def check_histogram(s: Scrape, name: str, /, **labels: str) -> tuple[float, float]:
     """A histogram's buckets are cumulative and end at +Inf == _count; returns (count, sum)."""
     buckets = s.find(f"{name}_bucket", **labels)
     assert buckets, f"no {name} for {labels}"
@@ -83,6 +83,7 @@ def test_pool_counts_outcomes_lateness_and_durations():
             s = scrape(url)
         assert s.value("pysched_tasks_pending", scheduler="pool") == 1  # "later"
         assert s.value("pysched_workers", scheduler="pool") == 4
+        pool.close()  # cancels "later" (leaving the block would wait for it)
     w, b, n = (dict(labels, name=f.__qualname__) for f in (work, boom, nap))
     assert s.value("pysched_tasks_total", **w, outcome="succeeded") == 20
     assert s.value("pysched_tasks_total", **b, outcome="failed") == 5
@@ -122,6 +123,7 @@ def test_pool_gauges_show_pending_running_and_workers_while_it_runs():
         for fut in held:
             fut.result()
         after = scrape(url)
+        pool.close()  # cancels the far ones (leaving the block would wait for them)
     assert (s.value("pysched_tasks_running", scheduler="pool"),
             s.value("pysched_tasks_pending", scheduler="pool"),
             s.value("pysched_workers", scheduler="pool")) == (2, 5, 2)

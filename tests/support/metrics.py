@@ -56,20 +56,20 @@ class Scrape:
             self.types[family.name] = family.type
             self.samples.extend(family.samples)
 
-    def find(self, name: str, **labels: str) -> list[Sample]:
-        """Samples named ``name`` whose labels include ``labels``."""
+    def find(self, metric: str, /, **labels: str) -> list[Sample]:
+        """Samples named ``metric`` whose labels include ``labels``."""
         return [s for s in self.samples
-                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+                if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())]
 
-    def value(self, name: str, **labels: str) -> float:
-        """The one sample named ``name`` with exactly these labels (0 if absent)."""
-        found = [s for s in self.samples if s.name == name and s.labels == labels]
+    def value(self, metric: str, /, **labels: str) -> float:
+        """The one sample named ``metric`` with exactly these labels (0 if absent)."""
+        found = [s for s in self.samples if s.name == metric and s.labels == labels]
         assert len(found) <= 1, found
         return found[0].value if found else 0.0
 
-    def total(self, name: str, **labels: str) -> float:
-        """The sum over the samples named ``name`` whose labels include ``labels``."""
-        return sum(s.value for s in self.find(name, **labels))
+    def total(self, metric: str, /, **labels: str) -> float:
+        """The sum over the samples named ``metric`` whose labels include ``labels``."""
+        return sum(s.value for s in self.find(metric, **labels))
 
     def series(self, prefix: str = "pysched_") -> int:
         """How many series (samples) have names starting with ``prefix``."""
