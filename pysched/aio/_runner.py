@@ -29,6 +29,7 @@ from .._close_state import CLOSING, OPEN
 from ..pool.book import Book
 from ..pool.clocks import Clocks
 from ._calls import TASKS_TAKE_A_CONTEXT, settable
+from ._events import emit_ended, emit_outcome, emit_started
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
 from ._host import Host
 from ._timer import DeadlineTimer
@@ -49,8 +50,11 @@ class LoopRunner:
 
     def __init__(self, book: Book[AioVersion], max_concurrency: int | None,
                  core_factory: Callable[..., Any], close_on_loop_shutdown: Callable[[], None],
-                 clocks: Clocks) -> None:
+                 clocks: Clocks, series_key: type | None = None) -> None:
         self.book = book
+        # The task id class of the versions that run series' fire times: the series
+        # log their own failures, and their events are named after the series.
+        self.series_key = series_key
         self.clocks = clocks  # reads loop.time() once bound
         self._max_concurrency = max_concurrency
         self._core_factory = core_factory
@@ -206,10 +210,13 @@ class LoopRunner:
     def end_unstarted(self, ended: list[AioVersion], msg: Any = None) -> None:
         """Resolve the Futures of versions the book ended unstarted; release claimed ones now."""
         running = self.book.running
+        watched = not self.events.wanted.isdisjoint(ev.ENDED_KINDS)
         for run in ended:
             if running.get(run.task_id) is run:
                 self._release(run)
-            run.future.notify_cancelled(run.cancel_reason or CANCELLED, msg)
+            reason = run.cancel_reason or CANCELLED
+            if run.future.notify_cancelled(reason, msg) and watched:
+                emit_ended(self.events, run, reason, self.series_key)
 
     def _request_stop(self, run: AioVersion, reason: str, msg: Any = None) -> bool:
         """Ask a started version to stop: cancel its Task, or once its fn or first step returns."""
@@ -281,6 +288,7 @@ class LoopRunner:
         pending = book.pending
         running = book.running
         cap = self._max_concurrency
+        events = self.events
         for _ in range(len(pending)):  # more may be due after: look again on the next iteration
             if cap is not None and len(running) >= cap:
                 self._disarm()  # a finishing run pumps again
@@ -306,6 +314,8 @@ class LoopRunner:
             # While its fn is called the version is _calling; only one that returns
             # an awaitable gets the fields of a Task (aio, coro).
             self._calling = run
+            if events.wanted:
+                self._started(run)
             try:
                 result = context.run(run.task.fn)
             except BaseException as exc:  # noqa: BLE001 - the version's outcome, as in a Task
@@ -320,6 +330,8 @@ class LoopRunner:
                 elif run.stop_reason is None:  # _end()'s first case
                     del running[task_id]
                     complete(task)
+                    if ev.SUCCEEDED in events.wanted:
+                        self._emit_outcome(run, None)
                     run.future.set_result(result)
                 else:
                     self._end(run, result, None, in_call=True)
@@ -415,6 +427,11 @@ class LoopRunner:
             # A call asked to stop while it ran ends cancelled, as a Task
             # cancelled in its last step does.
             exc = asyncio.CancelledError()
+        if exc is not None and not isinstance(exc, asyncio.CancelledError) \
+                and run.task.task_id.__class__ is not self.series_key:  # series log their own
+            TASK_LOG.error("task %r version %r failed", fut.task_id, fut.version, exc_info=exc)
+        if self.events.wanted:
+            self._emit_outcome(run, exc)
         if exc is None:
             self.book.complete(run)
             if not fut.done():
@@ -429,6 +446,16 @@ class LoopRunner:
             self.book.fail(run, exc)
             if not fut.done():
                 fut.set_exception(settable(exc))
+
+    def _started(self, run: AioVersion) -> None:
+        """A listener is there as ``run`` starts: read the start, tell who wants it."""
+        run.started_at = start = self.clocks.now(fallback=True)
+        if ev.STARTED in self.events.wanted:
+            emit_started(self.events, run, start, self.series_key)
+
+    def _emit_outcome(self, run: AioVersion, exc: BaseException | None) -> None:
+        emit_outcome(self.events, run, run.started_at, self.clocks.now(fallback=True), exc,
+                     self.series_key)
 
     def settle(self) -> None:
         """After versions ended: let the host go when idle, close when closing and idle."""

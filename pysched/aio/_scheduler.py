@@ -24,6 +24,7 @@ from threading import get_ident
 from typing import Any, cast
 
 from .. import _impl, events
+from .. import events as ev
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import OPEN
 from .._validate import check_capacity, check_hashable, check_time
@@ -32,10 +33,11 @@ from ..calendar.events import KINDS as SERIES_KINDS
 from ..pool.book import Book, NoWakeups
 from ..pool.clocks import Clocks
 from ._calls import bound_call
+from ._events import emit_scheduled, name_of
 from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, version_future
 from ._runner import LoopRunner
 from ._version import AioVersion
-from .series import SeriesDriver
+from .series import FireKey, SeriesDriver
 
 __all__ = ["AsyncScheduler"]
 
@@ -116,7 +118,8 @@ class AsyncScheduler:
                                             NoWakeups())
         self._runner = runner = LoopRunner(self._book, max_concurrency,
                                            _core_factory or _impl.Scheduler,
-                                           partial(self.close, cancel_running=True), clocks)
+                                           partial(self.close, cancel_running=True), clocks,
+                                           series_key=FireKey)
         # The running versions waiting in aclose() (see there).
         self._closers: set[AioVersion] = set()
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
@@ -183,7 +186,17 @@ class AsyncScheduler:
                 runner.end_unstarted(ended)
         if runner.host is None or runner.pump_handle is None:
             runner.version_added()  # a host while there is work, and a pump to come
+        if runner.events.wanted:
+            self._emit_scheduled(run, call, run_at)
         return fut
+
+    def _emit_scheduled(self, run: AioVersion, call: Callable[..., Any], run_at: float) -> None:
+        """A listener is there: keep the version's name, tell who wants ``scheduled``."""
+        events = self._runner.events
+        if ev.SCHEDULED in events.wanted:
+            emit_scheduled(events, run, call, float(run_at), FireKey)
+        else:
+            run.event_name = name_of(run.future.task_id, call, FireKey)
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
                     args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None,

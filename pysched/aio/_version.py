@@ -46,6 +46,9 @@ class AioVersion:
     cancel_reason: str | None = None  # set once, by whoever ends the version unstarted
     stop_reason: str | None = None  # why a started version was asked to stop
     stop_msg: Any = None  # the message it was asked to stop with
+    # For its events (pysched.aio._events), set only while a listener wants them:
+    event_name: str | None = None  # its name, kept when it was scheduled
+    started_at: float | None = None  # loop.time() as it started
 
     task_id: Hashable  # the book's key (Book.adopt sets it)
     task: Any  # the core's Task (Book.claim sets it)

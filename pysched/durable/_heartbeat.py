@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from ._counters import Counters, guarded
-from ._inflight import Inflight
+from ._inflight import Inflight, RunningTask
 from ._lifecycle import Lifecycle, Wakeup
 from ._settings import Settings
 from .store import Store
@@ -38,7 +38,8 @@ class Heartbeat:
 
     def __init__(self, settings: Settings, store: Store, *, clock: Callable[[], float],
                  lifecycle: Lifecycle, inflight: Inflight, counters: Counters,
-                 wakeup: Wakeup, also: Callable[[], object] = lambda: None) -> None:
+                 wakeup: Wakeup, also: Callable[[], object] = lambda: None,
+                 lost: Callable[[list[RunningTask]], object] = lambda runs: None) -> None:
         self._s = settings
         self._store = store
         self._clock = clock
@@ -47,6 +48,7 @@ class Heartbeat:
         self._counters = counters
         self._wakeup = wakeup
         self._also = also  # renews the fire-time leases of recurring series runs here
+        self._lost = lost  # told of the runs whose leases were lost (their events)
         self.renewed = 0  # leases renewed, for tests and stats
 
     def run(self) -> None:
@@ -78,3 +80,4 @@ class Heartbeat:
                         " never start here, another worker may run them again, and what runs"
                         " here is not recorded", len(lost),
                         ", ".join(repr(run.task_id) for run in lost[:10]))
+            self._lost(lost)

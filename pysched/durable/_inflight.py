@@ -41,13 +41,14 @@ class RunningTask:
     """
 
     __slots__ = ("_cancel_requested", "_lease_lost", "_live_until", "_superseded", "attempt",
-                 "run_at", "task_id", "token", "version")
+                 "ref", "run_at", "task_id", "token", "version")
 
     def __init__(self, claim: Claim, live_until: float = float("inf")) -> None:
         self.task_id = claim.task_id
         self.version = claim.version
         self.attempt = claim.attempts
         self.run_at = claim.run_at  # wall-clock instant it was due
+        self.ref = claim.ref  # its registered task name, for its events
         self.token = claim.token
         self._cancel_requested = False
         # A newer version reached this process after the claim: if it has not

@@ -28,6 +28,7 @@ from ..pool.token import CLOSED as POOL_CLOSED
 from ..threadpool import TaskCancelled, ThreadPoolScheduler, current_token
 from . import _local
 from ._counters import Counters
+from ._events import DurableEvents
 from ._futures import DurableFuture
 from ._inflight import Inflight, RunningTask, lease_live
 from ._lifecycle import Lifecycle
@@ -55,7 +56,7 @@ class Runs:
     def __init__(self, pool: Executor | None, *, owns_pool: bool, registry: TaskRegistry,
                  timebase: Timebase, clock: Callable[[], float], lifecycle: Lifecycle,
                  inflight: Inflight, outcomes: OutcomeQueue, counters: Counters,
-                 scheduler: object, ended: Callable[[], None]) -> None:
+                 scheduler: object, ended: Callable[[], None], events: DurableEvents) -> None:
         self.pool = pool
         self._owns_pool = owns_pool
         self._registry = registry
@@ -67,6 +68,7 @@ class Runs:
         self._counters = counters
         self._scheduler = scheduler
         self._ended = ended
+        self._events = events
         self._jobs = itertools.count()
 
     def close_pool(self, wait: bool = False) -> None:
@@ -121,6 +123,8 @@ class Runs:
         self._outcomes.put(outcome)
         self._inflight.finished(claim.token, claim.task_id, claim.version, settled=False)
         self._ended()
+        if self._events.listeners.wanted:
+            self._events.handed_back(claim, "not_started")
 
     def run(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Worker: run one claimed version (or hand it back) and queue its outcome."""
@@ -128,16 +132,23 @@ class Runs:
         state: str = FAILED
         error: str | None = None
         retry_at: float | None = None
+        start: float | None = None  # the wall start, read only for a listener
+        handed: str | None = None  # why it was handed back unrun
+        events = self._events
         try:
             if not self._lease_holds(running):
                 state = PENDING  # handed back: recorded only if no one else took the row
+                handed = "lease_lapsed"
             elif (not self._lifecycle.is_open or running.cancel_requested or running.superseded
                     or future is not None and not future.running()
                     and not future.set_running_or_notify_cancel()):  # running: a retry
                 state = PENDING
+                handed = "not_started" if self._lifecycle.is_open else "closed"
                 if self._lifecycle.is_open:
                     self._counters.add("not_started")
             else:
+                if events.listeners.wanted:
+                    start = events.started(claim)
                 state, value, error = self._call(running, claim)
                 if state == FAILED:
                     retry_at = self._retry_at(claim, value)
@@ -159,6 +170,18 @@ class Runs:
             self._inflight.finished(claim.token, claim.task_id, claim.version,
                                     settled=state != PENDING)
             self._ended()
+            if events.listeners.wanted:
+                self._tell(claim, state, value, start, retry_at, handed)
+
+    def _tell(self, claim: Claim, state: str, value: Any, start: float | None,
+              retry_at: float | None, handed: str | None) -> None:
+        """The events of a run's outcome (``value``: its exception if it failed)."""
+        if state == COMPLETED:
+            self._events.finished(claim, start, None, None)
+        elif state == PENDING and retry_at is None:  # unrun, or stopped by the closing pool
+            self._events.handed_back(claim, handed or "closed")
+        else:  # failed, errored (a bad row, an unknown task), or failed and retried
+            self._events.finished(claim, start, value, retry_at)
 
     def _lease_holds(self, running: RunningTask) -> bool:
         """Whether this run may start: its lease is provably live (the local deadline of

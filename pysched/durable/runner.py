@@ -60,6 +60,7 @@ from . import _local
 from ._claiming import AUTO_PREFETCH_MAX, Claimer
 from ._clocks import Clocks
 from ._counters import COUNTERS, Counters, guarded
+from ._events import DurableEvents
 from ._futures import DurableFuture, DurableTaskFailed, cancel_all
 from ._gate import StoreGate
 from ._heartbeat import Heartbeat
@@ -222,10 +223,13 @@ class DurableScheduler:
         # or any Executor the caller passes. A producer has none.
         pool: Executor | None = executor or (ThreadPoolScheduler(
             max_workers, thread_name_prefix="pysched-durable") if max_workers else None)
+        timebase = self.timebase
+        self._told = DurableEvents(self._events, self.owner, registry,
+                                   lambda: timebase.to_wall(clocks.mono()))
         self._runs = Runs(pool, owns_pool=executor is None, registry=registry,
                           timebase=self.timebase, clock=clocks.mono, lifecycle=lifecycle,
                           inflight=inflight, outcomes=queue, counters=counters, scheduler=self,
-                          ended=run_ended)
+                          ended=run_ended, events=self._told)
         outcomes = Outcomes(self.store, queue, self._mirror, counters, poll=poll)
         self._keeper = Housekeeper(s, self.store, timebase=self.timebase, clock=clocks.mono,
                                    lifecycle=lifecycle, inflight=inflight, queue=queue,
@@ -242,7 +246,7 @@ class DurableScheduler:
         # of the series never lets a lease lapse.
         self._heartbeat = Heartbeat(s, self.store, clock=clocks.mono, lifecycle=lifecycle,
                                     inflight=inflight, counters=counters, wakeup=self._beat,
-                                    also=self._series.heartbeat)
+                                    also=self._series.heartbeat, lost=self._told.lease_lost)
         jobs: list[tuple[str, Callable[[], None]]] = [("keeper", self._keeper.run)]
         if max_workers:
             self._mirror.resync()
@@ -372,15 +376,29 @@ class DurableScheduler:
                             strict=True))
 
         futures, cancelled = self._inflight.add_versions(write, self._future)
+        if self._events.wanted:  # posted before the claiming thread can see them
+            self._tell_scheduled(new, futures, cancelled)
         served = self._routing.served()
         self._mirror.scheduled([(task.task_id, future.version, task.run_at, task.priority,
                                  served(task.ref, task.queue))
                                 for task, future in zip(new, futures, strict=True)])
         cancel_all(cancelled)
+        self._events.deliver()
         for task in new:  # a task id is one thing: a one-shot replaces its series
             if self._series.holds(task.task_id):
                 self._series.end(task.task_id, REPLACED)
         return futures
+
+    def _tell_scheduled(self, new: list[NewTask], futures: list[DurableFuture],
+                        replaced: list[DurableFuture]) -> None:
+        """The events of stored versions, and of the versions known here they replaced."""
+        refs = {task.task_id: task for task in new}
+        for old in replaced:
+            task = refs[old.task_id]
+            self._told.ended(events.REPLACED, old.task_id, old.version,
+                             {"ref": task.ref, "queue": task.queue}, REPLACED, post_only=True)
+        self._told.scheduled((task, future.version)
+                             for task, future in zip(new, futures, strict=True))
 
     def cancel(self, task_id: str) -> bool:
         """Cancel the pending version of ``task_id`` everywhere, and flag its run here if it runs.
@@ -398,7 +416,17 @@ class DurableScheduler:
         cancelled = self._mirror.cancel_local(task_id, version)
         self._runs.cancel(self._inflight.request_cancel(task_id))
         cancel_all(cancelled)
+        if events.CANCELLED in self._events.wanted:
+            self._tell_cancelled(task_id, version - 1)  # the store bumped it by one
         return True
+
+    def _tell_cancelled(self, task_id: str, version: int) -> None:
+        """The event of a version cancelled here; its row tells its name (one store read)."""
+        rows: list[dict[str, Any] | None] = []
+        guarded(lambda: rows.append(self.store.get(task_id)), "reading a cancelled row",
+                self._counters)
+        self._told.ended(events.CANCELLED, task_id, version, rows[0] if rows else None,
+                         "cancelled")
 
     def retry(self, task_id: str) -> DurableFuture | None:
         """Put a failed or errored task back as a new version due now (attempts from 1).
@@ -555,6 +583,8 @@ class DurableScheduler:
         if cancelled is None:
             return False
         self._mirror.cancel_local(future.task_id, future.version + 1)
+        if events.CANCELLED in self._events.wanted:
+            self._tell_cancelled(future.task_id, future.version)
         return Future.cancel(future)
 
     def _shut_down(self) -> None:

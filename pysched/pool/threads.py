@@ -79,7 +79,7 @@ from .clocks import Clocks, Waiter
 from .future import TaskFuture
 from .lock import hot_path_ops, pool_lock
 from .pool_book import PoolBook, PoolVersion, end_futures
-from .pool_events import emit_ended, emit_finished, emit_scheduled, emit_started
+from .pool_events import emit_ended, emit_started, name_of, post_finished, post_scheduled
 from .token import CancelToken, TaskCancelled, current_run, run_callbacks, scheduler_token
 
 LOGGER = logging.getLogger("pysched")
@@ -299,32 +299,40 @@ class PoolThreads:
         if not self.workers:  # read unlocked: start_first looks again under the lock
             self.start_first()
         ended: list[PoolVersion] = []
+        events = self.events
+        name = name_of(run, task_id) if ev.SCHEDULED in events.wanted else None
         with self.lock:
             self.book.add(task_id, run_at, priority, run, now, ended)
+            if name is not None:
+                post_scheduled(events, run, name)
             spare = self._spare_worker()
         if spare is not None:
             self._start_spare(spare)
         if ended:
             self.end(ended)
-        if ev.SCHEDULED in self.events.wanted:
-            emit_scheduled(self.events, run)
+        if name is not None:
+            events.deliver()
         return run.future  # type: ignore[return-value]  # made by add()
 
     def submit(self, fut: TaskFuture, run: PoolVersion, now: float) -> None:
         """Add a submitted Future and its version, due now (see PoolBook.submit)."""
         if not self.workers:  # read unlocked: start_first looks again under the lock
             self.start_first()
+        events = self.events
+        name = name_of(run, fut) if ev.SCHEDULED in events.wanted else None
         if not self.try_lock(False):
             self.wait_lock()
         try:
             self.book.submit(fut, run, now)
+            if name is not None:
+                post_scheduled(events, run, name)
             spare = self._spare_worker()
         finally:
             self.unlock()
         if spare is not None:
             self._start_spare(spare)
-        if ev.SCHEDULED in self.events.wanted:
-            emit_scheduled(self.events, run)
+        if name is not None:
+            events.deliver()
 
     def end(self, ended: list[PoolVersion]) -> None:
         """Cancel the Futures of versions ended unstarted, each with its event; outside
@@ -435,6 +443,7 @@ class PoolThreads:
         read_clock = self.clocks.now  # read_clock(True): the latest good reading if it fails
         book = self.book
         events = self.events
+        worker = threading.current_thread().name  # for its events
         set_current = current_run.set
         reset_current = current_run.reset
         run: PoolVersion | None = None  # the version this worker ran last
@@ -444,6 +453,7 @@ class PoolThreads:
         failure: BaseException | None = None
         ran_failure: BaseException | None = None  # what fn raised, before the book's say
         resolves = False
+        raised: tuple[str | None, str | None, str | None] = (None, None, None)
         start = now = book.epoch
         ended: list[PoolVersion] = []
         try:
@@ -454,6 +464,8 @@ class PoolThreads:
                 # series' next wake-up on this same record.
                 watched = events.wanted and run is not None and (run.series is None
                                                                  or run.series.fired)
+                if watched:  # formatted here, not under the lock
+                    raised = ev.failure_fields(failure)
                 # Finish the previous version and start the next in one critical section.
                 if not try_lock(False):
                     wait_lock()
@@ -461,6 +473,9 @@ class PoolThreads:
                 try:
                     if run is not None:
                         failure, resolves = book.finish(run, True, start, now, failure, ended)
+                        if watched:
+                            post_finished(events, run, task, start, now, failure or ran_failure,
+                                          worker, raised)
                     # Done callbacks are user code that may take long: claim the next
                     # version only after them, so it does not wait behind them while
                     # another worker could run it.
@@ -475,7 +490,7 @@ class PoolThreads:
                     if failure is not None or ran_failure is not None:
                         self._failed(run, task, failure or ran_failure)  # type: ignore[arg-type]
                     if watched:
-                        self._emit_finished(run, task, start, now, failure or ran_failure)
+                        events.deliver()
                     if resolves:
                         run.future.settle(result, failure)  # type: ignore[union-attr]
                     run = task = result = failure = ran_failure = None
@@ -495,7 +510,7 @@ class PoolThreads:
                     with lock:
                         book.track_timeout(run, start)
                 if ev.STARTED in events.wanted and run.series is None:
-                    emit_started(events, run, task, start)
+                    emit_started(events, run, task, start, worker)
                 work = None  # it runs now: its Future gets what fn gives
                 context = set_current(run)
                 try:
@@ -521,15 +536,6 @@ class PoolThreads:
             return
         TASK_LOG.error("task %r version %r failed", run.future.task_id, task.version,  # type: ignore[union-attr]
                        exc_info=failure)
-
-    def _emit_finished(self, run: PoolVersion, task: Any, start: float, end: float,
-                       failure: BaseException | None) -> None:
-        """The events of a run that ended; a series' run tells that it started only now,
-        once it is known to have fired its function (a wake-up that fired none is no run)."""
-        events = self.events
-        if run.series is not None and ev.STARTED in events.wanted:
-            emit_started(events, run, task, start)
-        emit_finished(events, run, task, start, end, failure)
 
     def _abandon(self, run: PoolVersion, exc: BaseException,
                  ran: tuple[float, Any, BaseException | None] | None) -> None:
