@@ -37,8 +37,9 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "counter", _TASK, "Task versions scheduled (a replacing version counts again)."),
     "pysched_tasks_total": (
         "counter", (*_TASK, "outcome"),
-        "Task versions (or attempts) ended, by outcome: succeeded, failed, retried, cancelled,"
-        " replaced, evicted, lease_lost, handed_back."),
+        "Task runs and versions by how they ended: succeeded or failed (a run returned or"
+        " raised), retried (a failed run runs again), cancelled, replaced, evicted,"
+        " lease_lost, handed_back."),
     "pysched_task_start_lateness_seconds": (
         "histogram", _TASK, "How long after its due time each run started."),
     "pysched_task_duration_seconds": (
