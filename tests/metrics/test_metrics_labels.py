@@ -9,13 +9,16 @@ import sys
 import threading
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysched.metrics.labels import OTHER, UNNAMED, BoundedValues
 from pysched.metrics.tally import Tally, check_buckets
 
+from support.examples import examples
 
+
+@settings(max_examples=examples(400))
 @given(st.lists(st.text(max_size=5), max_size=200), st.integers(1, 20))
 def test_at_most_limit_values_pass_and_a_kept_value_stays_kept(values, limit):
     bounded = BoundedValues(limit)
