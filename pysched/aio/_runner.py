@@ -314,8 +314,8 @@ class LoopRunner:
             # While its fn is called the version is _calling; only one that returns
             # an awaitable gets the fields of a Task (aio, coro).
             self._calling = run
-            if events.wanted:
-                self._started(run)
+            if events.wanted:  # its start: told once it is known to have begun
+                run.started_at = self.clocks.now(fallback=True)
             try:
                 result = context.run(run.task.fn)
             except BaseException as exc:  # noqa: BLE001 - the version's outcome, as in a Task
@@ -330,7 +330,7 @@ class LoopRunner:
                 elif run.stop_reason is None:  # _end()'s first case
                     del running[task_id]
                     complete(task)
-                    if ev.SUCCEEDED in events.wanted:
+                    if events.wanted:
                         self._emit_outcome(run, None)
                     run.future.set_result(result)
                 else:
@@ -394,6 +394,8 @@ class LoopRunner:
         so asyncio never reports its exception: the version's Future holds it.
         """
         exc: BaseException | None = None
+        if self.events.wanted:  # its first step: it has begun
+            self._started(run)
         try:
             result = await awaitable
         except GeneratorExit as error:
@@ -448,12 +450,20 @@ class LoopRunner:
                 fut.set_exception(settable(exc))
 
     def _started(self, run: AioVersion) -> None:
-        """A listener is there as ``run`` starts: read the start, tell who wants it."""
-        run.started_at = start = self.clocks.now(fallback=True)
+        """``run`` has begun (its fn returned, raised, or its Task took its first step):
+        tell it once. A coroutine's version starts at its first step, so one ended before
+        it (replaced, say) is told to have ended unstarted, as its Future says."""
+        if run.announced:
+            return
+        run.announced = True
+        if run.aio is not None or run.started_at is None:  # a Task's first step
+            run.started_at = self.clocks.now(fallback=True)
         if ev.STARTED in self.events.wanted:
-            emit_started(self.events, run, start, self.series_key)
+            emit_started(self.events, run, run.started_at, self.series_key)
 
     def _emit_outcome(self, run: AioVersion, exc: BaseException | None) -> None:
+        if run.started_at is not None:
+            self._started(run)
         emit_outcome(self.events, run, run.started_at, self.clocks.now(fallback=True), exc,
                      self.series_key)
 

@@ -49,6 +49,7 @@ class AioVersion:
     # For its events (pysched.aio._events), set only while a listener wants them:
     event_name: str | None = None  # its name, kept when it was scheduled
     started_at: float | None = None  # loop.time() as it started
+    announced = False  # its started event was told
 
     task_id: Hashable  # the book's key (Book.adopt sets it)
     task: Any  # the core's Task (Book.claim sets it)
