@@ -14,7 +14,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from pysched import ThreadPoolScheduler
+from pysched import Every, ThreadPoolScheduler
 from pysched.aio import AsyncScheduler
 from pysched.durable import DurableScheduler, Retry, TaskRegistry
 from pysched.metrics import PrometheusMetrics
@@ -269,3 +269,21 @@ def test_bad_attachments_are_refused_and_change_nothing():
     assert PrometheusMetrics(registry=None).describe()
     with served(registry) as url:
         assert scrape(url).find("pysched_tasks_total") == []
+
+
+def test_a_series_run_that_fails_counts_once_and_its_series_event_is_left_alone(caplog):
+    registry = CollectorRegistry()
+    stopped = threading.Event()
+
+    def flop() -> None:
+        raise OSError("disk full")
+
+    with ThreadPoolScheduler(2) as pool:
+        pool.add_listener(lambda event: stopped.set(), kinds=("stopped",))
+        PrometheusMetrics(pool, registry=registry)
+        pool.schedule_recurring("nightly", Every(0.01), 0, flop, on_error="stop")
+        assert stopped.wait(30)  # the series stops after its failed run
+        with served(registry) as url:
+            s = scrape(url)
+    assert s.total("pysched_tasks_total", outcome="failed") == 1
+    assert not [r for r in caplog.records if "listener raised" in r.getMessage()]
