@@ -119,12 +119,12 @@ class Runs:
         cancelled). Queued first, then released: see ``_outcome_queue``."""
         if not self._inflight.holds(claim.token):  # pragma: no cover - one hand-back per claim
             return
+        if self._events.listeners.wanted:  # told before its Future can resolve
+            self._events.handed_back(claim, "not_started")
         outcome = Outcome(claim.token, claim.task_id, claim.version, PENDING, None)
         self._outcomes.put(outcome)
         self._inflight.finished(claim.token, claim.task_id, claim.version, settled=False)
         self._ended()
-        if self._events.listeners.wanted:
-            self._events.handed_back(claim, "not_started")
 
     def run(self, running: RunningTask, claim: Claim, future: DurableFuture | None) -> None:
         """Worker: run one claimed version (or hand it back) and queue its outcome."""
@@ -164,14 +164,14 @@ class Runs:
                       claim.attempts, type(exc).__name__, exc_info=exc)
             raise
         finally:
+            if events.listeners.wanted:  # told before its Future can resolve
+                self._tell(claim, state, value, start, retry_at, handed)
             # Queued first, then released: see _outcome_queue.
             self._outcomes.put(Outcome(claim.token, claim.task_id, claim.version, state, error,
                                        retry_at), future, value)
             self._inflight.finished(claim.token, claim.task_id, claim.version,
                                     settled=state != PENDING)
             self._ended()
-            if events.listeners.wanted:
-                self._tell(claim, state, value, start, retry_at, handed)
 
     def _tell(self, claim: Claim, state: str, value: Any, start: float | None,
               retry_at: float | None, handed: str | None) -> None:

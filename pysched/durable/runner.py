@@ -392,13 +392,13 @@ class DurableScheduler:
     def _tell_scheduled(self, new: list[NewTask], futures: list[DurableFuture],
                         replaced: list[DurableFuture]) -> None:
         """The events of stored versions, and of the versions known here they replaced."""
+        self._told.scheduled((task, future.version)
+                             for task, future in zip(new, futures, strict=True))
         refs = {task.task_id: task for task in new}
-        for old in replaced:
+        for old in replaced:  # told after the version that replaced it, as in the pool
             task = refs[old.task_id]
             self._told.ended(events.REPLACED, old.task_id, old.version,
                              {"ref": task.ref, "queue": task.queue}, REPLACED, post_only=True)
-        self._told.scheduled((task, future.version)
-                             for task, future in zip(new, futures, strict=True))
 
     def cancel(self, task_id: str) -> bool:
         """Cancel the pending version of ``task_id`` everywhere, and flag its run here if it runs.
