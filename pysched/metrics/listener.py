@@ -26,7 +26,7 @@ from ..events import (
     SUCCEEDED,
     TaskEvent,
 )
-from .labels import BoundedValues
+from .labels import OTHER, BoundedValues
 
 __all__ = ["KINDS", "OUTCOMES", "EventListener", "Labels", "Sink"]
 
@@ -54,7 +54,7 @@ class EventListener:
     task id never becomes a label and the number of series stays bounded.
     """
 
-    __slots__ = ("scheduler", "sink", "names", "queues")
+    __slots__ = ("scheduler", "sink", "names", "queues", "_labels")
 
     def __init__(self, scheduler: str, sink: Sink, names: BoundedValues,
                  queues: BoundedValues) -> None:
@@ -62,13 +62,20 @@ class EventListener:
         self.sink = sink
         self.names = names
         self.queues = queues
+        # The labels of each (queue, name) kept as it is: at most max_queues x
+        # max_names entries, since a folded one is never cached (and is counted
+        # by its BoundedValues each time).
+        self._labels: dict[tuple[str | None, str], Labels] = {}
 
     def __call__(self, event: object) -> None:
         # A series' own events share some kinds ("failed"); only task events count here.
         if not isinstance(event, TaskEvent):
             return
         kind = event.kind
-        labels = (self.scheduler, self.queues.get(event.queue), self.names.get(event.name))
+        key = (event.queue, event.name)
+        labels = self._labels.get(key)
+        if labels is None:
+            labels = self._labels_of(event.queue, event.name)
         if kind == SCHEDULED:
             self.sink.scheduled(labels)
             return
@@ -79,3 +86,9 @@ class EventListener:
         if event.duration is not None:  # succeeded or failed: the function ran
             self.sink.ran(labels, event.duration)
         self.sink.ended(labels, kind)
+
+    def _labels_of(self, queue: str | None, name: str) -> Labels:
+        labels = (self.scheduler, self.queues.get(queue), self.names.get(name))
+        if OTHER not in labels[1:]:
+            self._labels[(queue, name)] = labels
+        return labels
