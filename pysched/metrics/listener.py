@@ -2,11 +2,11 @@
 
 Every scheduler's ``add_listener(fn, kinds=...)`` calls ``fn(event)`` for the
 kinds listed in ``KINDS`` (``pysched.events``). ``EventListener`` turns each
-``TaskEvent`` into one or two calls on a ``Sink``: ``scheduled``, ``started``
-(with the start lateness), ``ran`` (with the run time, for a run that
-returned or raised) and ``ended`` (with the outcome). Both backends
-(``prometheus``, ``otel``) are sinks, so the mapping from events to
-instruments lives here once.
+``TaskEvent`` into one or two calls on the ``Recorder`` of its labels, which a
+``Sink`` gives once per label set: ``scheduled``, ``started`` (with the start
+lateness), ``ran`` (with the run time, for a run that returned or raised) and
+``ended`` (with the outcome). Both backends (``prometheus``, ``otel``) are
+sinks, so the mapping from events to instruments lives here once.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..events import (
 )
 from .labels import OTHER, BoundedValues
 
-__all__ = ["KINDS", "OUTCOMES", "EventListener", "Labels", "Sink"]
+__all__ = ["KINDS", "OUTCOMES", "EventListener", "Labels", "Recorder", "Sink"]
 
 # (scheduler, queue, name): the labels every task instrument carries.
 Labels = tuple[str, str, str]
@@ -38,13 +38,19 @@ OUTCOMES = (SUCCEEDED, FAILED, RETRIED, CANCELLED, REPLACED, EVICTED, LEASE_LOST
 KINDS = (SCHEDULED, STARTED, *OUTCOMES)
 
 
-class Sink(Protocol):
-    """What a metrics backend records; each call may come from any thread."""
+class Recorder(Protocol):
+    """What a metrics backend records for one set of labels; any thread may call it."""
 
-    def scheduled(self, labels: Labels) -> None: ...
-    def started(self, labels: Labels, lateness: float) -> None: ...
-    def ran(self, labels: Labels, duration: float) -> None: ...
-    def ended(self, labels: Labels, outcome: str) -> None: ...
+    def scheduled(self) -> None: ...
+    def started(self, lateness: float) -> None: ...
+    def ran(self, duration: float) -> None: ...
+    def ended(self, outcome: str) -> None: ...
+
+
+class Sink(Protocol):
+    """A metrics backend: the one ``Recorder`` of each set of labels."""
+
+    def recorder(self, labels: Labels) -> Recorder: ...
 
 
 class EventListener:
@@ -54,7 +60,7 @@ class EventListener:
     task id never becomes a label and the number of series stays bounded.
     """
 
-    __slots__ = ("scheduler", "sink", "names", "queues", "_labels")
+    __slots__ = ("scheduler", "sink", "names", "queues", "_recorders")
 
     def __init__(self, scheduler: str, sink: Sink, names: BoundedValues,
                  queues: BoundedValues) -> None:
@@ -62,33 +68,33 @@ class EventListener:
         self.sink = sink
         self.names = names
         self.queues = queues
-        # The labels of each (queue, name) kept as it is: at most max_queues x
+        # The Recorder of each (queue, name) kept as it is: at most max_queues x
         # max_names entries, since a folded one is never cached (and is counted
         # by its BoundedValues each time).
-        self._labels: dict[tuple[str | None, str], Labels] = {}
+        self._recorders: dict[tuple[str | None, str], Recorder] = {}
 
     def __call__(self, event: object) -> None:
         # A series' own events share some kinds ("failed"); only task events count here.
         if not isinstance(event, TaskEvent):
             return
+        recorder = self._recorders.get((event.queue, event.name))
+        if recorder is None:
+            recorder = self._recorder_of(event.queue, event.name)
         kind = event.kind
-        key = (event.queue, event.name)
-        labels = self._labels.get(key)
-        if labels is None:
-            labels = self._labels_of(event.queue, event.name)
         if kind == SCHEDULED:
-            self.sink.scheduled(labels)
+            recorder.scheduled()
             return
         if kind == STARTED:
             if event.lateness is not None:
-                self.sink.started(labels, event.lateness)
+                recorder.started(event.lateness)
             return
         if event.duration is not None:  # succeeded or failed: the function ran
-            self.sink.ran(labels, event.duration)
-        self.sink.ended(labels, kind)
+            recorder.ran(event.duration)
+        recorder.ended(kind)
 
-    def _labels_of(self, queue: str | None, name: str) -> Labels:
+    def _recorder_of(self, queue: str | None, name: str) -> Recorder:
         labels = (self.scheduler, self.queues.get(queue), self.names.get(name))
+        recorder = self.sink.recorder(labels)
         if OTHER not in labels[1:]:
-            self._labels[(queue, name)] = labels
-        return labels
+            self._recorders[(queue, name)] = recorder
+        return recorder

@@ -34,9 +34,34 @@ INSTRUMENTS = {
 }
 
 
-def _attributes(labels: Labels) -> dict[str, str]:
-    scheduler, queue, name = labels
-    return {"scheduler": scheduler, "queue": queue, "name": name}
+class _LabelInstruments:
+    """The instruments with the attributes of one set of labels: a ``Recorder`` (``listener``).
+
+    The attributes are made once here, not per event.
+    """
+
+    __slots__ = ("instruments", "attributes", "_by_outcome")
+
+    def __init__(self, instruments: _Instruments, labels: Labels) -> None:
+        scheduler, queue, name = labels
+        self.instruments = instruments
+        self.attributes = {"scheduler": scheduler, "queue": queue, "name": name}
+        self._by_outcome: dict[str, dict[str, str]] = {}
+
+    def scheduled(self) -> None:
+        self.instruments.scheduled_counter.add(1, self.attributes)
+
+    def ended(self, outcome: str) -> None:
+        attributes = self._by_outcome.get(outcome)
+        if attributes is None:  # a few outcomes: a racing duplicate is harmless
+            attributes = self._by_outcome[outcome] = {**self.attributes, "outcome": outcome}
+        self.instruments.ended_counter.add(1, attributes)
+
+    def started(self, lateness: float) -> None:
+        self.instruments.lateness.record(lateness, self.attributes)
+
+    def ran(self, duration: float) -> None:
+        self.instruments.duration.record(duration, self.attributes)
 
 
 class _Instruments:
@@ -48,7 +73,7 @@ class _Instruments:
         self.scheduled_counter = meter.create_counter(
             "pysched.tasks.scheduled", "{task}", "Task versions scheduled.")
         self.ended_counter = meter.create_counter(
-            "pysched.tasks", "{task}", "Task versions (or attempts) ended, by outcome.")
+            "pysched.tasks", "{task}", "Task runs and versions by how they ended.")
         self.lateness = meter.create_histogram(
             "pysched.task.start_lateness", "s", "How long after its due time each run started.",
             explicit_bucket_boundaries_advisory=buckets)
@@ -56,17 +81,8 @@ class _Instruments:
             "pysched.task.duration", "s", "How long each run took.",
             explicit_bucket_boundaries_advisory=buckets)
 
-    def scheduled(self, labels: Labels) -> None:
-        self.scheduled_counter.add(1, _attributes(labels))
-
-    def ended(self, labels: Labels, outcome: str) -> None:
-        self.ended_counter.add(1, {**_attributes(labels), "outcome": outcome})
-
-    def started(self, labels: Labels, lateness: float) -> None:
-        self.lateness.record(lateness, _attributes(labels))
-
-    def ran(self, labels: Labels, duration: float) -> None:
-        self.duration.record(duration, _attributes(labels))
+    def recorder(self, labels: Labels) -> _LabelInstruments:
+        return _LabelInstruments(self, labels)
 
 
 class OpenTelemetryMetrics:

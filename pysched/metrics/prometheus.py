@@ -104,17 +104,20 @@ class PrometheusMetrics:
 
     def collect(self) -> Iterator[Metric]:
         """Every metric as of now (called by the registry on each scrape)."""
-        snap = self._tally.snapshot()
+        counts = self._tally.snapshot()
         scheduled = _counter("pysched_tasks_scheduled_total")
-        for labels, count in sorted(snap.scheduled.items()):
-            scheduled.add_metric(labels, count)
         ended = _counter("pysched_tasks_total")
-        for (labels, outcome), count in sorted(snap.ended.items()):
-            ended.add_metric((*labels, outcome), count)
-        yield scheduled
-        yield ended
-        yield self._histograms("pysched_task_start_lateness_seconds", snap.lateness)
-        yield self._histograms("pysched_task_duration_seconds", snap.duration)
+        lateness = _histogram("pysched_task_start_lateness_seconds")
+        duration = _histogram("pysched_task_duration_seconds")
+        bounds = [*map(floatToGoString, self._tally.bounds), "+Inf"]
+        for one in counts:
+            if one.scheduled_count:
+                scheduled.add_metric(one.labels, one.scheduled_count)
+            for outcome, count in sorted(one.outcomes.items()):
+                ended.add_metric((*one.labels, outcome), count)
+            _add_histogram(lateness, one.labels, one.lateness, bounds)
+            _add_histogram(duration, one.labels, one.duration, bounds)
+        yield from (scheduled, ended, lateness, duration)
         gauges = sorted(self._attachments.gauges().items())
         pending, running, workers = (_gauge(name) for name in (
             "pysched_tasks_pending", "pysched_tasks_running", "pysched_workers"))
@@ -129,16 +132,17 @@ class PrometheusMetrics:
         folded.add_metric(("queue",), self._attachments.queues.folded)
         yield folded
 
-    def _histograms(self, name: str, histograms: dict[Labels, HistogramCounts]) -> Metric:
-        family = _histogram(name)
-        bounds = [*map(floatToGoString, self._tally.bounds), "+Inf"]
-        for labels, histogram in sorted(histograms.items()):
-            cumulative, total = [], 0
-            for bound, count in zip(bounds, histogram.counts, strict=True):
-                total += count
-                cumulative.append((bound, float(total)))
-            family.add_metric(labels, cumulative, histogram.sum)
-        return family
+
+def _add_histogram(family: HistogramMetricFamily, labels: Labels, histogram: HistogramCounts,
+                   bounds: list[str]) -> None:
+    """Add ``histogram`` (if it has any observation) with cumulative buckets."""
+    if not histogram.count:
+        return
+    cumulative, total = [], 0
+    for bound, count in zip(bounds, histogram.counts, strict=True):
+        total += count
+        cumulative.append((bound, float(total)))
+    family.add_metric(labels, cumulative, histogram.sum)
 
 
 def _counter(name: str) -> CounterMetricFamily:

@@ -1,9 +1,10 @@
 """Counts and histograms by label, kept in memory for a collector to read.
 
-The Prometheus collector (``prometheus``) reads these on each scrape. Every
-update is O(1) but for the histogram's bucket search (O(log buckets)), under
-one lock held for a few dict operations; reading copies everything under
-that lock, so a scrape sees one consistent moment.
+The Prometheus collector (``prometheus``) reads these on each scrape. Each
+set of labels has its ``SeriesCounts``, which a listener keeps, so an update
+is a few attribute changes (and a bucket search, O(log buckets)) under one
+lock shared by all; reading copies everything under that lock, so a scrape
+sees one consistent moment.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 
 from .listener import Labels
 
-__all__ = ["DEFAULT_BUCKETS", "HistogramCounts", "Snapshot", "Tally", "check_buckets"]
+__all__ = ["DEFAULT_BUCKETS", "HistogramCounts", "SeriesCounts", "Tally", "check_buckets"]
 
 # Seconds, from half a millisecond (a short task on an idle pool) to five minutes.
 DEFAULT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -54,19 +55,59 @@ class HistogramCounts:
         other.sum = self.sum
         return other
 
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
 
-class Snapshot:
-    """What a ``Tally`` held at one moment (its own copies)."""
 
-    __slots__ = ("scheduled", "ended", "lateness", "duration")
+class SeriesCounts:
+    """The counts of one set of labels: a ``Recorder`` (``listener``).
 
-    def __init__(self, scheduled: dict[Labels, int], ended: dict[tuple[Labels, str], int],
-                 lateness: dict[Labels, HistogramCounts],
-                 duration: dict[Labels, HistogramCounts]) -> None:
-        self.scheduled = scheduled
-        self.ended = ended
-        self.lateness = lateness
-        self.duration = duration
+    Every change and every copy holds the owning Tally's lock, so a scrape
+    reads all series as of one moment.
+    """
+
+    __slots__ = ("labels", "scheduled_count", "outcomes", "lateness", "duration", "_lock",
+                 "_bounds")
+
+    def __init__(self, labels: Labels, bounds: tuple[float, ...], lock: threading.Lock) -> None:
+        self.labels = labels
+        self.scheduled_count = 0
+        self.outcomes: dict[str, int] = {}
+        self.lateness = HistogramCounts(len(bounds) + 1)
+        self.duration = HistogramCounts(len(bounds) + 1)
+        self._lock = lock
+        self._bounds = bounds
+
+    def scheduled(self) -> None:
+        with self._lock:
+            self.scheduled_count += 1
+
+    def ended(self, outcome: str) -> None:
+        outcomes = self.outcomes
+        with self._lock:
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+
+    def started(self, lateness: float) -> None:
+        self._observe(self.lateness, lateness)
+
+    def ran(self, duration: float) -> None:
+        self._observe(self.duration, duration)
+
+    def _observe(self, histogram: HistogramCounts, value: float) -> None:
+        slot = bisect.bisect_left(self._bounds, value)  # bounds are inclusive ("le")
+        with self._lock:
+            histogram.counts[slot] += 1
+            histogram.sum += value
+
+    def copy(self) -> SeriesCounts:
+        """A copy to read at leisure; the caller holds the lock."""
+        other = SeriesCounts(self.labels, self._bounds, self._lock)
+        other.scheduled_count = self.scheduled_count
+        other.outcomes = dict(self.outcomes)
+        other.lateness = self.lateness.copy()
+        other.duration = self.duration.copy()
+        return other
 
 
 class Tally:
@@ -75,38 +116,17 @@ class Tally:
     def __init__(self, buckets: Iterable[float] = DEFAULT_BUCKETS) -> None:
         self.bounds = check_buckets(buckets)
         self._lock = threading.Lock()
-        self._scheduled: dict[Labels, int] = {}
-        self._ended: dict[tuple[Labels, str], int] = {}
-        self._lateness: dict[Labels, HistogramCounts] = {}
-        self._duration: dict[Labels, HistogramCounts] = {}
+        self._series: dict[Labels, SeriesCounts] = {}
 
-    def scheduled(self, labels: Labels) -> None:
+    def recorder(self, labels: Labels) -> SeriesCounts:
+        """The counts of ``labels``, made on first use."""
         with self._lock:
-            self._scheduled[labels] = self._scheduled.get(labels, 0) + 1
+            found = self._series.get(labels)
+            if found is None:
+                found = self._series[labels] = SeriesCounts(labels, self.bounds, self._lock)
+            return found
 
-    def ended(self, labels: Labels, outcome: str) -> None:
-        key = (labels, outcome)
+    def snapshot(self) -> list[SeriesCounts]:
+        """Copies of every series' counts as of now, sorted by labels."""
         with self._lock:
-            self._ended[key] = self._ended.get(key, 0) + 1
-
-    def started(self, labels: Labels, lateness: float) -> None:
-        self._observe(self._lateness, labels, lateness)
-
-    def ran(self, labels: Labels, duration: float) -> None:
-        self._observe(self._duration, labels, duration)
-
-    def _observe(self, histograms: dict[Labels, HistogramCounts], labels: Labels,
-                 value: float) -> None:
-        slot = bisect.bisect_left(self.bounds, value)  # bounds are inclusive ("le")
-        with self._lock:
-            histogram = histograms.get(labels)
-            if histogram is None:
-                histogram = histograms[labels] = HistogramCounts(len(self.bounds) + 1)
-            histogram.counts[slot] += 1
-            histogram.sum += value
-
-    def snapshot(self) -> Snapshot:
-        with self._lock:
-            return Snapshot(dict(self._scheduled), dict(self._ended),
-                            {k: h.copy() for k, h in self._lateness.items()},
-                            {k: h.copy() for k, h in self._duration.items()})
+            return [self._series[labels].copy() for labels in sorted(self._series)]

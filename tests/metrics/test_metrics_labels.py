@@ -77,10 +77,12 @@ def test_bad_buckets_are_refused(buckets, error):
 
 def test_bucket_bounds_are_inclusive_and_the_last_is_above_every_bound():
     tally = Tally((0.1, 1.0, math.inf))
-    labels = ("pool", "", "job")
+    recorder = tally.recorder(("pool", "", "job"))
+    assert tally.recorder(("pool", "", "job")) is recorder
     for value in (0.0, 0.1, 0.5, 1.0, 1.5, 99.0):
-        tally.ran(labels, value)
-    histogram = tally.snapshot().duration[labels]
+        recorder.ran(value)
+    [counts] = tally.snapshot()
+    histogram = counts.duration
     assert histogram.counts == [2, 2, 2]
     assert histogram.sum == pytest.approx(102.1)
 
