@@ -300,7 +300,7 @@ class PoolThreads:
             self.start_first()
         ended: list[PoolVersion] = []
         events = self.events
-        name = name_of(run, task_id) if ev.SCHEDULED in events.wanted else None
+        name = self._scheduled_name(run, task_id) if events.wanted else None
         with self.lock:
             self.book.add(task_id, run_at, priority, run, now, ended)
             if name is not None:
@@ -319,7 +319,7 @@ class PoolThreads:
         if not self.workers:  # read unlocked: start_first looks again under the lock
             self.start_first()
         events = self.events
-        name = name_of(run, fut) if ev.SCHEDULED in events.wanted else None
+        name = self._scheduled_name(run, fut) if events.wanted else None
         if not self.try_lock(False):
             self.wait_lock()
         try:
@@ -333,6 +333,10 @@ class PoolThreads:
             self._start_spare(spare)
         if name is not None:
             events.deliver()
+
+    def _scheduled_name(self, run: PoolVersion, task_id: Any) -> str | None:
+        """The name for ``run``'s scheduled event, if a listener wants it."""
+        return name_of(run, task_id) if ev.SCHEDULED in self.events.wanted else None
 
     def end(self, ended: list[PoolVersion]) -> None:
         """Cancel the Futures of versions ended unstarted, each with its event; outside
@@ -462,8 +466,9 @@ class PoolThreads:
                 ran_failure = failure
                 # Read before the lock: once it is released, another worker may start the
                 # series' next wake-up on this same record.
-                watched = events.wanted and run is not None and (run.series is None
-                                                                 or run.series.fired)
+                wanted = events.wanted  # read once a task: empty, and so false, unless listened
+                watched = wanted and run is not None and (run.series is None
+                                                          or run.series.fired)
                 if watched:  # formatted here, not under the lock
                     raised = ev.failure_fields(failure)
                 # Finish the previous version and start the next in one critical section.
@@ -509,7 +514,7 @@ class PoolThreads:
                 if run.timeout is not None:
                     with lock:
                         book.track_timeout(run, start)
-                if ev.STARTED in events.wanted and run.series is None:
+                if wanted and ev.STARTED in wanted and run.series is None:
                     emit_started(events, run, task, start, worker)
                 work = None  # it runs now: its Future gets what fn gives
                 context = set_current(run)
