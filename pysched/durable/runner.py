@@ -163,7 +163,7 @@ class DurableScheduler:
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
                  listeners: Iterable[Callable[[Any], object]] = ()) -> None:
-        max_workers = check_worker_count(max_workers)
+        max_workers = self._max_workers = check_worker_count(max_workers)
         listeners = tuple(listeners)
         for listener in listeners:
             if not callable(listener):
@@ -570,11 +570,12 @@ class DurableScheduler:
         return self._gate.call(partial(self._jobs.describe, task_id))
 
     def stats(self) -> dict[str, Any]:
-        """This process's view: owner, state, local pending entries, runs in flight, and
-        counters (claims, re-runs, outcomes by state, re-reads, store errors, ...)."""
+        """This process's view: owner, state, ``max_workers``, local pending entries, runs in
+        flight, and counters (claims, re-runs, outcomes by state, re-reads, store errors, ...)."""
         count, oldest = self._keeper.unclaimed
         queues = self._routing.queues
         return {"owner": self.owner, "state": self._lifecycle.state,
+                "max_workers": self._max_workers,
                 "queues": None if queues is None else list(queues),
                 "local_pending": len(self._mirror), "inflight": len(self._inflight),
                 "unclaimed": count, "oldest_unclaimed_run_at": oldest,

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ["pysched", "pysched.pool", "pysched.aio", "pysched.calendar", "pysched.durable"]
+PACKAGES = ["pysched", "pysched.pool", "pysched.aio", "pysched.calendar", "pysched.durable",
+            "pysched.metrics"]
 
 # What `import pysched` may load of pysched: the package, the selected core and
 # the small modules the core reads.
