@@ -11,8 +11,10 @@ logged and counted and the next steps run.
 Retention deletes ``retention_batch`` rows per transaction and at most
 ``PRUNE_BATCHES`` batches per pass: on SQLite a write holds the database's
 one write lock, so a single delete of a large backlog would hold every claim
-and outcome back until it ended; between two batches they go first. This
-thread also writes the outcomes, so a pass is bounded too.
+and outcome back until it ended. After each batch it waits as long as the
+batch took, so that it holds the lock at most half the time: a claim waiting
+for the lock (SQLite's busy handler polls it) gets in between two batches.
+This thread also writes the outcomes, so a pass is bounded too.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = ["Housekeeper"]
 log = logging.getLogger("pysched.durable")
 
 PRUNE_BATCHES = 10  # batches of retention per pass; more at the next poll
+MAX_PRUNE_PAUSE = 0.1  # seconds between two batches at most (see the module)
 
 
 class Housekeeper:
@@ -148,10 +151,12 @@ class Housekeeper:
         total = 0
         self._prune_left = False  # a failing delete is retried at the next resync only
         for _ in range(PRUNE_BATCHES):
+            started = time.monotonic()
             deleted = self._store.prune(before, batch)
             total += deleted
             if deleted < batch:
                 break
+            time.sleep(min(time.monotonic() - started, MAX_PRUNE_PAUSE))
         else:
             self._prune_left = True
         self._counters.add("pruned", total)
