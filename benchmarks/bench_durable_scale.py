@@ -7,8 +7,9 @@ Sections (all by default; pick with --only):
   finished rows written eight days ago, made with one INSERT ... SELECT each and
   then ANALYZEd (PostgreSQL; a SQLite file is left as the store made it). One
   claimer claims --batch rows and finishes them, --claims times; the claim
-  calls' latency, p50 / p99 / max. Beside it, the same on a table of 10,000
-  pending rows and no finished ones, to show what the million rows add.
+  calls' latency, p50 / p99 / max. Beside it, the same on a table of twice the
+  pending rows the claims take and no finished ones, to show what the million
+  rows add.
 - retention: on that table, the claim latency again while a second
   ``DurableScheduler`` (serving no task, so claiming nothing) deletes the
   million finished rows by its retention, ``retention_batch`` rows per
@@ -181,8 +182,9 @@ def claim_latencies(store: durable.Store, claims: int, batch: int,
 def section_claim(args: argparse.Namespace, kinds: list[str], pg_url: str, folder: str) -> None:
     print(f"\n## claim latency: {args.claims:,} claims of {args.batch} rows, each then"
           " finished; p50 / p99 / max")
+    base_rows = 2 * (args.claims + 200) * args.batch  # twice what the claims take
     for target in targets(kinds, pg_url, folder):
-        small = made(target, 10_000, finished=False)
+        small = made(target, base_rows, finished=False)
         store = small.open()
         claim_latencies(store, 200, args.batch)  # warm-up
         base = percentiles(claim_latencies(store, args.claims, args.batch))
@@ -193,7 +195,7 @@ def section_claim(args: argparse.Namespace, kinds: list[str], pg_url: str, folde
         claim_latencies(store, 200, args.batch)
         scale = percentiles(claim_latencies(store, args.claims, args.batch))
         store.close()
-        print(f"{target.kind:<10} 10,000 pending: {show(base)};"
+        print(f"{target.kind:<10} {base_rows:,} pending: {show(base)};"
               f"  {args.rows:,} pending + {args.rows:,} finished: {show(scale)}", flush=True)
         if "retention" in args.only:
             retention_phase(args, big)
