@@ -37,26 +37,34 @@ def fill(store: Any, spec: dict[str, Any]) -> None:
             ref="elsewhere", lease_owner="other", lease_token="x", lease_expires=now + 3600)
 
 
+def prune_all(store: Any, hook: Any) -> None:
+    """Run a worker with a retention of an hour, 5 rows a batch, its store's ``prune``
+    replaced by ``hook(prune, before, limit)``, until every old row is gone."""
+    prune = store.prune
+    store.prune = lambda before, limit: hook(prune, before, limit)
+    sched = DurableScheduler(store, max_workers=1, retention=3600.0, retention_batch=5,
+                             resync_interval=0.05, poll_interval=0.05)
+    try:
+        h.wait_for(lambda: sched.stats()["pruned"] == OLD, what="the old rows pruned")
+    finally:
+        sched.close(timeout=30)
+
+
 def test_retention_deletes_every_eligible_row_in_batches_and_nothing_else(
         store_spec: dict[str, Any]) -> None:
     store = open_spec(store_spec)
     fill(store, store_spec)
     deletes: list[tuple[int, int]] = []  # (limit, rows deleted) of each transaction
-    prune = store.prune
 
-    def recording(before: float, limit: int) -> int:
+    def recording(prune: Any, before: float, limit: int) -> int:
         deleted = prune(before, limit)
         deletes.append((limit, deleted))
-        return deleted
+        return int(deleted)
 
-    store.prune = recording  # type: ignore[method-assign]
-    sched = DurableScheduler(store, max_workers=1, retention=3600.0, retention_batch=5,
-                             resync_interval=0.05, poll_interval=0.05)
     try:
-        h.wait_for(lambda: sched.stats()["pruned"] == OLD, what="the old rows pruned")
+        prune_all(store, recording)
         left = store.counts()
     finally:
-        sched.close(timeout=30)
         if store_spec["kind"] != "memory":
             store.close()
     assert left == {"completed": RECENT, "pending": 1, "running": 1}
@@ -79,9 +87,8 @@ def test_a_claim_takes_the_write_lock_between_two_batches(tmp_path: Any) -> None
     impatient_db = impatient._conns.get()  # type: ignore[attr-defined]
     impatient_db.execute("PRAGMA busy_timeout = 0")
     seen: list[tuple[int, list[str]]] = []  # (old rows left, what the claim took)
-    prune = store.prune
 
-    def claiming_between(before: float, limit: int) -> int:
+    def claiming_between(prune: Any, before: float, limit: int) -> int:
         deleted = prune(before, limit)
         left = impatient_db.execute(
             "SELECT count(*) FROM pysched_tasks WHERE task_id LIKE 'old%'").fetchone()[0]
@@ -91,15 +98,11 @@ def test_a_claim_takes_the_write_lock_between_two_batches(tmp_path: Any) -> None
             except sqlite3.OperationalError as exc:  # "database is locked"
                 pytest.fail(f"the claim could not take the write lock: {exc}")
             seen.append((left, [c.task_id for c in claims]))
-        return deleted
+        return int(deleted)
 
-    store.prune = claiming_between  # type: ignore[method-assign]
-    sched = DurableScheduler(store, max_workers=1, retention=3600.0, retention_batch=5,
-                             resync_interval=0.05, poll_interval=0.05)
     try:
-        h.wait_for(lambda: sched.stats()["pruned"] == OLD, what="the old rows pruned")
+        prune_all(store, claiming_between)
     finally:
-        sched.close(timeout=30)
         store.close()
         impatient.close()
     assert seen == [(OLD - 5, ["waiting"])]
