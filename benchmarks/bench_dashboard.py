@@ -234,24 +234,24 @@ def explain(url: str, table: str) -> None:
     statements = {
         "overview: states present": (sql.states([]), {"limit": 64}),
         "overview: rows of each state, counted up to 2,000": (
-            sql.capped_counts(states, False),
+            sql.capped_counts(len(states), False),
             {**{f"state{i}": s for i, s in enumerate(states)}, "cap": 2_001}),
         "overview: the planner's estimate": (sql.state_estimate, {"table": table}),
         "overview: rows of each queue's states, counted up to 200": (
-            sql.capped_counts(states, True),
+            sql.capped_counts(len(states), True),
             {**{f"state{i}": s for i, s in enumerate(states)},
              **{f"queue{i}": "queue-1" for i in range(len(states))}, "cap": 201}),
         "overview: the last hour, per 5 minutes and state": (sql.finished,
                                                               {"since": now - 3600}),
         "overview: workers": (sql.task_leases, {}),
         "tasks: a page of pending, after a cursor": (
-            sql.tasks_page([], ["pending"], True, False),
+            sql.tasks_page([], 1, True, False),
             {"state0": "pending", "run_at": now + 300000, "task_id": "task-5", "limit": 51}),
         "tasks: a page of every state": (
-            sql.tasks_page([], states, False, False),
+            sql.tasks_page([], len(states), False, False),
             {**{f"state{i}": s for i, s in enumerate(states)}, "limit": 51}),
         "tasks: a queue's failed, newest first": (
-            sql.tasks_page(["queue"], ["failed"], False, True),
+            sql.tasks_page(["queue"], 1, False, True),
             {"state0": "failed", "queue": "queue-3", "limit": 51}),
         "failed: waiting for a retry": (sql.retrying_page(False), {"limit": 51}),
         "task detail": (sql.task, {"task_id": "task-4711"}),

@@ -309,7 +309,7 @@ class Listing:
         params.update({f"state{i}": state for i, state in enumerate(chosen)}, limit=limit + 1)
         if cursor is not None:
             params["run_at"], params["task_id"] = cursor
-        found = self.db.query(self.sql.tasks_page(columns, chosen, cursor is not None,
+        found = self.db.query(self.sql.tasks_page(columns, len(chosen), cursor is not None,
                                                   newest_first), params)
         return self._page(found, limit)
 
@@ -425,8 +425,7 @@ class Listing:
                 params[f"state{i}"] = state
                 if by_queue:
                     params[f"queue{i}"] = queue
-            rows = dict(self.db.query(self.sql.capped_counts([s for _, s in chunk], by_queue),
-                                      params))
+            rows = dict(self.db.query(self.sql.capped_counts(len(chunk), by_queue), params))
             found += [Count(cap, "at least") if int(rows[i]) > cap else Count(int(rows[i]))
                       for i in range(len(chunk))]
         return found

@@ -12,14 +12,6 @@ Indexes (``listing_index_statements``): every page of tasks is a keyset scan
 page across several states is one such scan per state present, merged.
 The finished rows are indexed by when they were finished (``FINISHED_AT``),
 for retention and for the last hour's throughput.
-
-Running rows are left out of those indexes (``NOT_RUNNING``) and have one of
-their own: a claim then writes one listing entry instead of three, and a
-finish none for the row it leaves. A statement on the running rows names
-the state as a literal (``RUNNING_ROWS``), every other one repeats
-``NOT_RUNNING``, so that each database sees which partial index serves it.
-There are few running rows (at most what the workers have claimed), so a
-filter by queue or name among them reads them all.
 """
 
 from __future__ import annotations
@@ -29,11 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._sql import quote
-from .store import RUNNING
 
-__all__ = ["FILTER_COLUMNS", "FINISHED", "FINISHED_AT", "NOT_RUNNING", "POSTGRES",
-           "RETIRED_INDEXES", "RUNNING_ROWS", "SQLITE", "TASK_COLUMNS", "TASK_PAGE_COLUMNS",
-           "Dialect", "ListingSQL", "listing_index_statements"]
+__all__ = ["FILTER_COLUMNS", "FINISHED", "FINISHED_AT", "POSTGRES", "RETIRED_INDEXES", "SQLITE",
+           "TASK_COLUMNS", "TASK_PAGE_COLUMNS", "Dialect", "ListingSQL",
+           "listing_index_statements"]
 
 # The columns a task's description reads, in this order.
 TASK_COLUMNS = ("task_id", "version", "state", "run_at", "priority", "ref", "args", "attempts",
@@ -57,11 +48,8 @@ RETRYING = "state = 'pending' AND error IS NOT NULL"
 # WHERE term, and either database an expression index only for the same expression.
 FINISHED = "state IN ('cancelled', 'completed', 'error', 'failed')"
 FINISHED_AT = "coalesce(updated_at, run_at)"
-# The rows a claim holds, and all others: the two sides of the listing's indexes.
-RUNNING_ROWS = f"state = '{RUNNING}'"
-NOT_RUNNING = f"state <> '{RUNNING}'"
 # Indexes an older pysched made that these replace: dropped where found.
-RETIRED_INDEXES = ("_list_updated", "_list_state", "_list_queue", "_list_ref")
+RETIRED_INDEXES = ("_list_updated",)
 
 
 @dataclass(frozen=True)
@@ -107,13 +95,10 @@ def listing_index_statements(table: str) -> list[str]:
     index entry; the stores create them beside their own.
     """
     t = quote(table)
-    return [f"CREATE INDEX IF NOT EXISTS {quote(table + '_by_state')} ON {t}"
-            f" (state, run_at, task_id) WHERE {NOT_RUNNING}",
-            *(f"CREATE INDEX IF NOT EXISTS {quote(f'{table}_by_{column}')} ON {t}"
-              f" ({column}, state, run_at, task_id) WHERE {NOT_RUNNING}"
-              for column in FILTER_COLUMNS),
-            f"CREATE INDEX IF NOT EXISTS {quote(table + '_by_running')} ON {t}"
-            f" (run_at, task_id) WHERE {RUNNING_ROWS}",
+    return [f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_state')} ON {t}"
+            " (state, run_at, task_id)",
+            *(f"CREATE INDEX IF NOT EXISTS {quote(f'{table}_list_{column}')} ON {t}"
+              f" ({column}, state, run_at, task_id)" for column in FILTER_COLUMNS),
             # Retention and the last hour's outcomes: finished rows only, by finishing time.
             f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_finished')} ON {t}"
             f" ({FINISHED_AT}) WHERE {FINISHED}",
@@ -188,36 +173,24 @@ class ListingSQL:
     def distinct(self, column: str, equal: Sequence[str] = ()) -> str:
         """The distinct values of ``column`` (``state``, or one of ``FILTER_COLUMNS``,
         which leads an index) among the rows with each of ``equal`` equal to its
-        parameter, the ``:limit`` first: one index probe per value (a loose index scan),
-        and the values among the running rows."""
+        parameter, at most ``:limit``: one index probe per value (a loose index scan)."""
         if column not in ("state", *FILTER_COLUMNS):
             raise ValueError(f"no index leads with {column!r}")
         where = "".join(f" AND {c} = :{c}" for c in equal)
         t = self._t
-        of_running = (f"SELECT '{RUNNING}' WHERE EXISTS (SELECT 1 FROM {t}"
-                      f" WHERE {RUNNING_ROWS}{where})" if column == "state" else
-                      f"SELECT DISTINCT {column} FROM {t} WHERE {RUNNING_ROWS}{where}")
         return self.dialect.render(
-            f"WITH RECURSIVE found(v) AS (SELECT min({column}) FROM {t}"
-            f" WHERE {NOT_RUNNING}{where}"
-            f" UNION ALL SELECT (SELECT min({column}) FROM {t} WHERE {column} > found.v"
-            f" AND {NOT_RUNNING}{where}) FROM found WHERE found.v IS NOT NULL)"
-            " SELECT v FROM (SELECT v FROM found WHERE v IS NOT NULL LIMIT :limit) AS f"
-            f" UNION {of_running} ORDER BY 1 LIMIT :limit")
+            f"WITH RECURSIVE found(v) AS (SELECT min({column}) FROM {t} WHERE 1 = 1{where}"
+            f" UNION ALL SELECT (SELECT min({column}) FROM {t} WHERE {column} > found.v{where})"
+            " FROM found WHERE found.v IS NOT NULL)"
+            " SELECT v FROM found WHERE v IS NOT NULL LIMIT :limit")
 
-    def _of_state(self, state: str, i: int) -> str:
-        """SQL: the row is in ``state`` (the parameter ``:state{i}``), in the terms of the
-        partial index that holds such rows."""
-        return RUNNING_ROWS if state == RUNNING else f"state = :state{i} AND {NOT_RUNNING}"
-
-    def capped_counts(self, states: Sequence[str], by_queue: bool) -> str:
-        """For each group i, of ``states[i]`` (``:state{i}``) and, if ``by_queue``, of
-        ``:queue{i}``, its number of rows counted up to ``:cap``: each count reads at
-        most ``:cap`` index entries, so the statement costs O(groups * cap) however
-        large the table."""
+    def capped_counts(self, groups: int, by_queue: bool) -> str:
+        """For each group i (``:state{i}``, and ``:queue{i}`` if ``by_queue``), its number
+        of rows counted up to ``:cap``: each count reads at most ``:cap`` index entries, so
+        the statement costs O(groups * cap) however large the table."""
         rows = []
-        for i, state in enumerate(states):
-            where = self._of_state(state, i) + (f" AND queue = :queue{i}" if by_queue else "")
+        for i in range(groups):
+            where = f"state = :state{i}" + (f" AND queue = :queue{i}" if by_queue else "")
             # In the index's order: a planner that takes the rows of a state for spread
             # evenly would otherwise scan the table for the first ``:cap`` of them.
             rows.append(f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {self._t}"
@@ -231,12 +204,11 @@ class ListingSQL:
         return self.dialect.render(f"SELECT {self._page_columns} FROM {self._t} WHERE"
                                    f" {RETRYING}{where} ORDER BY run_at, task_id LIMIT :limit")
 
-    def tasks_page(self, equal: Sequence[str], states: Sequence[str], after: bool,
-                   desc: bool) -> str:
-        """A page of tasks in ``(run_at, task_id)`` order (``desc``: newest first), of
-        ``states`` (as ``:state0``, ``:state1``, ...), each column of ``equal`` equal to its
+    def tasks_page(self, equal: Sequence[str], states: int, after: bool, desc: bool) -> str:
+        """A page of tasks in ``(run_at, task_id)`` order (``desc``: newest first), of the
+        states ``:state0`` .. ``:state{states-1}``, each column of ``equal`` equal to its
         parameter, after the cursor ``(:run_at, :task_id)`` if ``after``; ``:limit`` rows."""
-        if not states:
+        if not states > 0:
             raise ValueError("a page of tasks reads at least one state")
         for column in equal:
             if column not in FILTER_COLUMNS:
@@ -247,9 +219,9 @@ class ListingSQL:
             where += f" AND (run_at, task_id) {'<' if desc else '>'} (:run_at, :task_id)"
         order = " DESC" if desc else ""
         by = f" ORDER BY run_at{order}, task_id{order} LIMIT :limit"
-        branches = [f"SELECT {cols} FROM {self._t} WHERE {self._of_state(state, i)}{where}{by}"
-                    for i, state in enumerate(states)]
-        if len(states) == 1:
+        branches = [f"SELECT {cols} FROM {self._t} WHERE state = :state{i}{where}{by}"
+                    for i in range(states)]
+        if states == 1:
             return self.dialect.render(branches[0])
         # Each branch is one index range scan; the merge sorts at most states * limit rows.
         merged = " UNION ALL ".join(f"SELECT * FROM ({b}) AS b{i}" for i, b in enumerate(branches))

@@ -119,16 +119,14 @@ class SQLiteExplained(Explained):
     def seq_scans(self, sql: str, params: Any) -> list[str]:
         # "SCAN t" reads every row of t; "SCAN t USING [COVERING] INDEX i" walks i in its
         # order, every entry unless a LIMIT stops it with no sort between (the oldest
-        # rows of a state, say), or i holds only the running rows (as many as the
-        # workers claimed, whatever the table's size). SEARCH is a range of an index.
-        # The alias ``t`` of the claim's update is the task table too.
+        # rows of a state, say). SEARCH is a range of an index. The alias ``t`` of the
+        # claim's update is the task table too.
         details = self._details(sql)
         walk_stops = (sql.rstrip().split()[-2].upper() == "LIMIT"
                       and not any("TEMP B-TREE" in d for d in details))
         return [d for d in details
                 if d.startswith("SCAN ") and d.split()[1] in (self.table, "t")
-                and not (walk_stops and " USING " in d)
-                and not d.endswith(f"INDEX {self.table}_by_running")]
+                and not (walk_stops and " USING " in d)]
 
     def plan(self, sql: str, params: Any) -> str:
         return "\n".join(self._details(sql))
