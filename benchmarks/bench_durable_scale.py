@@ -211,8 +211,7 @@ def retention_phase(args: argparse.Namespace, target: Target) -> None:
     pruner = target.open()
     started = time.perf_counter()
     worker = durable.DurableScheduler(pruner, max_workers=1, registry=durable.TaskRegistry(),
-                                      retention=7 * DAY, retention_batch=args.retention_batch,
-                                      resync_interval=5.0)
+                                      retention=7 * DAY, retention_batch=args.retention_batch)
 
     def pruned() -> bool:
         return bool(worker.stats()["pruned"] >= args.rows)
