@@ -21,8 +21,9 @@ pages send, showing the index each one scans.
 
 ``--write-cost N`` measures instead what the listing's indexes cost the
 writes of a worker: N tasks scheduled, claimed and finished on a table with
-them and on one without, in turns, as CPU time per task (this process's and
-its PostgreSQL backend's), on PostgreSQL and on SQLite.
+them, on one with the previous set of listing indexes, and on one without, in
+turns, as CPU time per task (this process's and its PostgreSQL backend's), on
+PostgreSQL and on SQLite.
 
 Run: ``python benchmarks/bench_dashboard.py [--rows 1000000] [--repeats 15]
 [--postgres URL [--reuse]] [--plans]`` or ``... --write-cost 5000 [--rounds 5]``.
@@ -270,13 +271,16 @@ def write_cost(url: str, n: int, rounds: int) -> None:
     (read from /proc): unlike elapsed time, it holds still on a machine others load."""
     from pysched.durable import NewTask, Outcome, open_store
 
-    def one_round(target: str, table: str, drop: bool) -> float:
+    def one_round(target: str, table: str, label: str) -> float:
         store = open_store(target, table=table)
         try:
             conn = store._conns.get()  # type: ignore[attr-defined]
-            if drop:
+            if label != "with":
                 for index in listing_index_names(table):
                     conn.execute(f'DROP INDEX IF EXISTS "{index}"')
+            if label == "previous":
+                for statement in previous_index_statements(table):
+                    conn.execute(statement)
             backend = getattr(getattr(conn, "info", None), "backend_pid", None)
             started = cpu_seconds(backend)
             for i in range(0, n, 500):
@@ -294,12 +298,13 @@ def write_cost(url: str, n: int, rounds: int) -> None:
 
     folder = tempfile.mkdtemp(prefix="pysched-bench-write.")
     for kind in ("PostgreSQL", "SQLite"):
-        cost: dict[str, list[float]] = {"with": [], "without": []}
+        cost: dict[str, list[float]] = {"with": [], "without": [], "previous": []}
         for r in range(rounds + 1):  # the first round of each is a warm-up
-            for label in (("with", "without") if r % 2 else ("without", "with")):
+            labels = list(cost) if r % 2 else list(reversed(cost))
+            for label in labels:
                 table = f"bench_write_{label}_{r}"
                 target = url if kind == "PostgreSQL" else f"{folder}/{table}.db"
-                us = one_round(target, table, drop=label == "without")
+                us = one_round(target, table, label)
                 if kind == "PostgreSQL":
                     with psycopg.connect(url, autocommit=True) as db:
                         for suffix in ("", "_meta", "_series", "_fires"):
@@ -307,10 +312,12 @@ def write_cost(url: str, n: int, rounds: int) -> None:
                         db.execute(f"DROP SEQUENCE IF EXISTS {table}_seq")
                 if r:
                     cost[label].append(us)
-        with_, without = (statistics.median(cost[k]) for k in ("with", "without"))
+        with_, without, previous = (statistics.median(cost[k])
+                                    for k in ("with", "without", "previous"))
         print(f"  {kind}: {n:,} tasks scheduled, claimed and finished: {with_:.1f} us of CPU"
-              f" a task with the listing's indexes, {without:.1f} without"
-              f" ({with_ / without:.2f}x); medians of {rounds} rounds in turns")
+              f" a task with the listing's indexes ({with_ / without:.2f}x), {previous:.1f}"
+              f" with the previous ones ({previous / without:.2f}x), {without:.1f} without;"
+              f" medians of {rounds} rounds in turns")
     subprocess.run(["rm", "-rf", folder], check=False)
 
 
@@ -322,6 +329,18 @@ def cpu_seconds(backend: int | None) -> float:
             fields = stat.read().rsplit(")", 1)[1].split()
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def previous_index_statements(table: str) -> list[str]:
+    """The listing's indexes before running rows had one of their own and retention an
+    index of finished rows: what ``--write-cost`` compares the present ones with."""
+    return [f'CREATE INDEX "{table}_old_state" ON "{table}" (state, run_at, task_id)',
+            f'CREATE INDEX "{table}_old_queue" ON "{table}" (queue, state, run_at, task_id)',
+            f'CREATE INDEX "{table}_old_ref" ON "{table}" (ref, state, run_at, task_id)',
+            f'CREATE INDEX "{table}_old_updated" ON "{table}" (updated_at)'
+            " WHERE updated_at IS NOT NULL",
+            f'CREATE INDEX "{table}_old_retrying" ON "{table}" (run_at, task_id)'
+            " WHERE state = 'pending' AND error IS NOT NULL"]
 
 
 def listing_index_names(table: str) -> list[str]:

@@ -2,8 +2,7 @@
 
 Read-only: it opens its own connection (a SQLite file in read-only mode, a
 PostgreSQL connection that only SELECTs), so pointing it at a wrong path or
-table creates nothing; it reads the columns docs/durable.md documents. A
-``queue`` column, where the table has one, adds counts by queue. Times are
+table creates nothing; it reads the columns docs/durable.md documents. Times are
 shown against the store's clock (the server's on PostgreSQL, the one leases
 use) and, for ``run_at``, the scheduling node's wall clock.
 """
@@ -21,7 +20,7 @@ from urllib.parse import quote
 
 from ..durable import parse_store_target
 from ..durable._sql import quote as quote_identifier
-from ..durable.listing import Listing, SeriesLine
+from ..durable.listing import Count, Listing, SeriesLine
 from ..durable.moments import jsonable
 from ..durable.moments import lease_text as _lease
 from ..durable.moments import when as _when
@@ -95,23 +94,17 @@ def check_schedule(target: str, table: str) -> None:
 def read_status(target: str, table: str, limit: int) -> dict[str, Any]:
     """Counts by state (and queue) and the ``limit`` oldest pending and running rows.
 
-    NoSchedule when there is no such SQLite file or table. Three SELECTs
-    (four with queues): the counts scan the table, the oldest rows use the
-    claim's index for pending ones.
+    NoSchedule when there is no such SQLite file or table. The counts are the
+    dashboard's (``Listing.counts``): exact up to a cap per state and queue,
+    beyond it the planner's estimate or "at least" (``approximate`` names
+    those states); each reads a bounded range of an index, however many rows
+    there are. The oldest rows use the claim's index for pending ones.
     """
     reader, columns = _open(target, table)
     try:
         now = reader.now()
         quoted = quote_identifier(table)  # a table may be named "order"
-        counts = {state: int(n) for state, n in
-                  reader.query(f"SELECT state, count(*) FROM {quoted} GROUP BY state")}
-        result: dict[str, Any] = {"now": now, "counts": dict(sorted(counts.items()))}
-        if "queue" in columns:
-            queues: dict[str, dict[str, int]] = {}
-            for name, state, n in reader.query(f"SELECT queue, state, count(*) FROM {quoted}"
-                                        " GROUP BY queue, state"):
-                queues.setdefault(str(name), {})[state] = int(n)
-            result["queues"] = dict(sorted(queues.items()))
+        result: dict[str, Any] = {"now": now, **_counts(target, table)}
         result["oldest_pending"] = _oldest(reader, quoted, "pending", _PENDING_COLUMNS,
                                            "run_at, priority DESC, seq", limit)
         result["oldest_running"] = _oldest(reader, quoted, "running", _RUNNING_COLUMNS,
@@ -128,15 +121,20 @@ def render(status: dict[str, Any]) -> str:
     now = status["now"]
     lines = [f"Schedule {status['store']}, table {status['table']}"]
     counts = status["counts"]
+    marks = status["approximate"]
     if not counts:
         lines.append("  no rows")
     else:
-        rows = [[state, f"{n:,}"] for state, n in counts.items()]
-        rows.append(["total", f"{sum(counts.values()):,}"])
+        rows = [[state, str(Count(n, marks.get(state, "exact")))] for state, n in counts.items()]
+        kinds = {marks.get(state, "exact") for state in counts}
+        total = Count(sum(counts.values()), "about" if "about" in kinds else
+                      "at least" if "at least" in kinds else "exact")
+        rows.append(["total", str(total)])
         lines += _table(["STATE", "ROWS"], rows, right={1})
-    if "queues" in status:
-        rows = [[q, state, f"{n:,}"] for q, by in status["queues"].items()
-                for state, n in by.items()]
+    if status["queues"]:
+        rows = [[q, state, str(Count(n, status["approximate_queues"].get(q, {}).get(state,
+                                                                                  "exact")))]
+                for q, by in status["queues"].items() for state, n in by.items()]
         lines += ["", "By queue:", *_table(["QUEUE", "STATE", "ROWS"], rows, right={2})]
     pending = [[r["task_id"], str(r["version"]), _when(r["run_at"], now), str(r["priority"]),
                 str(r["attempts"]), r["ref"]] for r in status["oldest_pending"]]
@@ -242,6 +240,23 @@ def _connect(target: str) -> _Reader:
     except ValueError as exc:
         raise UsageError(f"argument --store: {exc}") from exc
     return _PostgresReader(location) if kind == "postgres" else _SQLiteReader(location)
+
+
+def _counts(target: str, table: str) -> dict[str, Any]:
+    """``counts`` by state and ``queues`` (by queue and state) as numbers, and
+    ``approximate`` and ``approximate_queues``: the kind of each that is not exact
+    ("about", "at least")."""
+    db = connect(target)
+    try:
+        counts, queues, _ = Listing(db, table).counts()
+    finally:
+        db.close()
+    return {"counts": {s: c.value for s, c in sorted(counts.items())},
+            "approximate": {s: c.kind for s, c in sorted(counts.items()) if c.kind != "exact"},
+            "queues": {q: {s: c.value for s, c in by.items()} for q, by in sorted(queues.items())},
+            "approximate_queues": {q: {s: c.kind for s, c in by.items() if c.kind != "exact"}
+                                   for q, by in sorted(queues.items())
+                                   if any(c.kind != "exact" for c in by.values())}}
 
 
 def _series(target: str, table: str, limit: int) -> dict[str, Any]:

@@ -1,11 +1,20 @@
 """Housekeeping: store outcomes, poll, re-read, repair; one thread, one job per step.
 
 Every ``poll_interval``: requeue expired leases, re-read on a SQLite change,
-settle Futures of versions run elsewhere. Every ``resync_interval``: a full
-re-read of the pending rows, the wall-clock high-water mark (bounded by the
-database's clock), repair of rows running with no usable lease, a report of
-rows in unknown states. Each step is guarded: a failing store call is
+settle Futures of versions run elsewhere, and go on with retention while a
+pass left old rows. Every ``resync_interval``: a full re-read of the pending
+rows, the wall-clock high-water mark (bounded by the database's clock),
+repair of rows running with no usable lease, a report of rows in unknown
+states, a retention pass. Each step is guarded: a failing store call is
 logged and counted and the next steps run.
+
+Retention deletes ``retention_batch`` rows per transaction and at most
+``PRUNE_BATCHES`` batches per pass: on SQLite a write holds the database's
+one write lock, so a single delete of a large backlog would hold every claim
+and outcome back until it ended. After each batch it waits as long as the
+batch took, so that it holds the lock at most half the time: a claim waiting
+for the lock (SQLite's busy handler polls it) gets in between two batches.
+This thread also writes the outcomes, so a pass is bounded too.
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ from .timebase import Timebase
 __all__ = ["Housekeeper"]
 
 log = logging.getLogger("pysched.durable")
+
+PRUNE_BATCHES = 10  # batches of retention per pass; more at the next poll
+MAX_PRUNE_PAUSE = 0.1  # seconds between two batches at most (see the module)
 
 
 class Housekeeper:
@@ -53,6 +65,7 @@ class Housekeeper:
         self._shut_down = shut_down
         self._poll_at = time.monotonic() + settings.poll
         self.unclaimed: tuple[int, float | None] = (0, None)  # as of the last resync
+        self._prune_left = False  # the last retention pass stopped with old rows left
         self.unknown_reported: set[str] = set()
 
     def run(self) -> None:
@@ -72,6 +85,8 @@ class Housekeeper:
                         self._guarded(self._mirror.settle_watched, "settling Futures")
                     else:
                         self._guarded(self.poll_store, "polling")
+                    if self._prune_left:
+                        self._guarded(self.prune, "pruning finished rows")
                 if s.cap > 0 and now >= self._mirror.next_full():
                     self.resync()
         finally:
@@ -126,17 +141,24 @@ class Housekeeper:
             log.warning("%d pending rows are due for more than %s s and unclaimed",
                         found[0], stale_after)
 
-    def prune(self, batch: int = 1000, batches: int = 10) -> int:
-        """Delete finished rows older than ``retention``, ``batch`` rows per transaction,
-        at most ``batches`` per call (the rest at the next resync). Returns how many."""
+    def prune(self) -> int:
+        """Delete finished rows older than ``retention``, ``retention_batch`` rows per
+        transaction, at most ``PRUNE_BATCHES`` per pass (while rows are left, the next
+        pass runs at the next poll). Returns how many."""
         assert self._s.retention is not None
+        batch = self._s.retention_batch
         before = self._store.now() - self._s.retention
         total = 0
-        for _ in range(batches):
+        self._prune_left = False  # a failing delete is retried at the next resync only
+        for _ in range(PRUNE_BATCHES):
+            started = time.monotonic()
             deleted = self._store.prune(before, batch)
             total += deleted
             if deleted < batch:
                 break
+            time.sleep(min(time.monotonic() - started, MAX_PRUNE_PAUSE))
+        else:
+            self._prune_left = True
         self._counters.add("pruned", total)
         return total
 

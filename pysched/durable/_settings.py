@@ -24,6 +24,7 @@ class Settings:
     cap: int  # claimed versions in flight here at most (0: a producer only)
     grow: int  # at most this many more while the run rate keeps them short-lived
     retention: float | None  # seconds finished rows are kept; None: for ever
+    retention_batch: int  # finished rows deleted per transaction at most
     stale_after: float  # due this long and unclaimed: reported in stats()
 
     @property

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._sql import check_table, quote
-from .listing_sql import listing_index_statements
+from .listing_sql import FINISHED, FINISHED_AT, RETIRED_INDEXES, listing_index_statements
 from .records import ATTEMPTS_LIMIT, Serves
 from .store import KNOWN_STATES
 
@@ -77,7 +77,8 @@ class TaskSQL(ABC):
             " WHERE lease_expires IS NOT NULL",
             f"CREATE INDEX IF NOT EXISTS {quote(f'{table}_owner')} ON {t} (lease_owner)"
             " WHERE lease_owner IS NOT NULL",
-            *listing_index_statements(table))]  # the read layer's pages (listing.py)
+            *listing_index_statements(table),  # the read layer's pages (listing.py)
+            *(f"DROP INDEX IF EXISTS {quote(table + suffix)}" for suffix in RETIRED_INDEXES))]
         self.create_meta = sql(f"CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY,"
                                " value double precision)")
         # For tables made by an older pysched (SQLite cannot say IF NOT EXISTS here: its
@@ -140,9 +141,9 @@ class TaskSQL(ABC):
                                     " RETURNING lease_token")
         self.release = {name: sql(self._release(where, give_back=name == "batch"))
                         for name, where in self._release_where().items()}
+        # A range of the finished rows' index (listing_sql), ``:limit`` rows at most.
         self.prune = sql(f"DELETE FROM {t} WHERE task_id IN (SELECT task_id FROM {t}"
-                         " WHERE state IN ('completed', 'failed', 'cancelled', 'error')"
-                         " AND coalesce(updated_at, run_at) < :before LIMIT :limit)")
+                         f" WHERE {FINISHED} AND {FINISHED_AT} < :before LIMIT :limit)")
         # A NULL version too: SQLite keeps one where no writer of ours would.
         self.mark_error = sql(
             f"UPDATE {t} SET state = 'error', error = :message, updated_at = NOW"

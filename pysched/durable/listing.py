@@ -359,7 +359,7 @@ class Listing:
         """
         self.check()
         now = self.db.now()
-        counts, queues, more_queues = self._counts()
+        counts, queues, more_queues = self.counts()
         since = now - HOUR
         finished: dict[str, tuple[int, Any, Any]] = {}
         per_5min = [0] * 12
@@ -387,9 +387,11 @@ class Listing:
                          in sorted(workers.items(), key=lambda kv: str(kv[0]))],
                         finished, per_5min, series)
 
-    def _counts(self) -> tuple[dict[str, Count], dict[str, dict[str, Count]], bool]:
-        """Rows by state and by queue and state, each count reading at most its cap of
-        index entries (see ``Overview``)."""
+    def counts(self) -> tuple[dict[str, Count], dict[str, dict[str, Count]], bool]:
+        """Rows by state, by queue and state (queues with rows only), and whether there
+        are more queues than ``MAX_QUEUES``: each count reads at most its cap of index
+        entries (see ``Overview``)."""
+        self.check()
         sql = self.sql
         states = sorted((str(r[0]) for r in self.db.query(sql.states([]),
                                                            {"limit": MAX_STATES})),

@@ -10,7 +10,8 @@ Indexes (``listing_index_statements``): every page of tasks is a keyset scan
 (and ``queue`` or ``ref``), so each is a range scan of one index of the form
 ``(equalities..., state, run_at, task_id)``, whatever the table's size. A
 page across several states is one such scan per state present, merged.
-``updated_at`` is indexed for the last hour's throughput.
+The finished rows are indexed by when they were finished (``FINISHED_AT``),
+for retention and for the last hour's throughput.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["FILTER_COLUMNS", "POSTGRES", "SQLITE", "TASK_COLUMNS", "TASK_PAGE_COLUMNS",
-           "Dialect", "ListingSQL", "listing_index_statements", "quote"]
+from ._sql import quote
+
+__all__ = ["FILTER_COLUMNS", "FINISHED", "FINISHED_AT", "POSTGRES", "RETIRED_INDEXES", "SQLITE",
+           "TASK_COLUMNS", "TASK_PAGE_COLUMNS", "Dialect", "ListingSQL",
+           "listing_index_statements"]
 
 # The columns a task's description reads, in this order.
 TASK_COLUMNS = ("task_id", "version", "state", "run_at", "priority", "ref", "args", "attempts",
@@ -38,11 +42,14 @@ FINAL_OUTCOMES = ("completed", "failed", "error")
 # Rows waiting for a retry: pending again with the error of the attempt that failed. A
 # literal, so that the partial index that holds only them serves every plan.
 RETRYING = "state = 'pending' AND error IS NOT NULL"
-
-
-def quote(name: str) -> str:
-    """``name`` as a quoted SQL identifier (names reach here checked by ``check_table``)."""
-    return '"' + name.replace('"', '""') + '"'
+# The finished rows, and when each was finished (rows written before ``updated_at``
+# existed count by ``run_at``). Literals, written alike in the partial index and in each
+# statement it serves: SQLite uses a partial index only for a query that repeats its
+# WHERE term, and either database an expression index only for the same expression.
+FINISHED = "state IN ('cancelled', 'completed', 'error', 'failed')"
+FINISHED_AT = "coalesce(updated_at, run_at)"
+# Indexes an older pysched made that these replace: dropped where found.
+RETIRED_INDEXES = ("_list_updated",)
 
 
 @dataclass(frozen=True)
@@ -92,8 +99,9 @@ def listing_index_statements(table: str) -> list[str]:
             " (state, run_at, task_id)",
             *(f"CREATE INDEX IF NOT EXISTS {quote(f'{table}_list_{column}')} ON {t}"
               f" ({column}, state, run_at, task_id)" for column in FILTER_COLUMNS),
-            f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_updated')} ON {t} (updated_at)"
-            " WHERE updated_at IS NOT NULL",
+            # Retention and the last hour's outcomes: finished rows only, by finishing time.
+            f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_finished')} ON {t}"
+            f" ({FINISHED_AT}) WHERE {FINISHED}",
             # Pending again after a failure, its error kept: few rows, read by the failed page.
             f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_retrying')} ON {t}"
             f" (run_at, task_id) WHERE {RETRYING}"]
@@ -116,10 +124,12 @@ class ListingSQL:
         self.state_estimate = r(dialect.state_estimate) if dialect.state_estimate else ""
         outcomes = ", ".join(f"'{state}'" for state in FINAL_OUTCOMES)
         # Due -> finished: the store keeps no start time, so lateness and run time together.
-        # By 5-minute bucket and state: the sums make each state's mean, one scan for both.
+        # By 5-minute bucket and state: the sums make each state's mean, one scan for both,
+        # of the finished rows' index from ``:since`` on.
         self.finished = r(f"SELECT {dialect.bucket}, state, count(*),"
                           f" sum(updated_at - run_at), max(updated_at - run_at) FROM {t}"
-                          f" WHERE updated_at >= :since AND state IN ({outcomes})"
+                          f" WHERE {FINISHED} AND {FINISHED_AT} >= :since"
+                          f" AND updated_at IS NOT NULL AND state IN ({outcomes})"
                           " GROUP BY 1, 2")
         self.task_leases = r(f"SELECT lease_owner, count(*), max(lease_expires) FROM {t}"
                              " WHERE lease_owner IS NOT NULL GROUP BY lease_owner")
@@ -181,8 +191,10 @@ class ListingSQL:
         rows = []
         for i in range(groups):
             where = f"state = :state{i}" + (f" AND queue = :queue{i}" if by_queue else "")
+            # In the index's order: a planner that takes the rows of a state for spread
+            # evenly would otherwise scan the table for the first ``:cap`` of them.
             rows.append(f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {self._t}"
-                        f" WHERE {where} LIMIT :cap) AS c{i})")
+                        f" WHERE {where} ORDER BY run_at, task_id LIMIT :cap) AS c{i})")
         return self.dialect.render(" UNION ALL ".join(rows))
 
     def retrying_page(self, after: bool) -> str:

@@ -138,7 +138,11 @@ class DurableScheduler:
 
     ``retention``: finished rows (completed, failed, cancelled, error) are
     deleted this many seconds after they were last written (default a week;
-    None keeps them), in batches, once per ``resync_interval``.
+    None keeps them), from once per ``resync_interval``, ``retention_batch``
+    rows per transaction (default 1,000): claims and outcomes are written
+    between two batches, so a large backlog of old rows never stalls them. A
+    pass deletes at most ten batches; while more remain, the next pass runs
+    at the next poll (``poll_interval``).
 
     ``max_clock_skew`` (seconds): on a store with its own clock (PostgreSQL),
     how far this node's wall clock may be from the database's before it is
@@ -158,7 +162,8 @@ class DurableScheduler:
                  lease: float = 30.0, heartbeat: float | None = None,
                  poll_interval: float = 1.0, resync_interval: float = 30.0,
                  max_clock_skew: float = 5.0, queues: Iterable[str] | None = None,
-                 retention: float | None = 7 * 86_400.0, stale_after: float = 300.0,
+                 retention: float | None = 7 * 86_400.0, retention_batch: int = 1000,
+                 stale_after: float = 300.0,
                  registry: TaskRegistry = REGISTRY, executor: Executor | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time,
@@ -176,6 +181,9 @@ class DurableScheduler:
         served = None if queues is None else _queues(queues)
         if retention is not None:
             retention = _positive(retention, "retention")
+        retention_batch = check_capacity(retention_batch, "retention_batch")
+        if retention_batch == 0:
+            raise ValueError("retention_batch must be >= 1, got 0")
         stale_after = _positive(stale_after, "stale_after")
         lease = _positive(lease, "lease", MIN_LEASE)
         beat = _positive(lease / 3 if heartbeat is None else heartbeat, "heartbeat", MIN_PERIOD)
@@ -202,6 +210,7 @@ class DurableScheduler:
         s = self._s = Settings(owner=self.owner, lease=lease, beat=beat, poll=poll,
                                resync_every=resync_every, max_skew=max_skew,
                                cap=max_workers + prefetch, grow=grow, retention=retention,
+                               retention_batch=retention_batch,
                                stale_after=stale_after)
         routing = self._routing = Routing(registry, served, claims=max_workers > 0)
         counters = self._counters = Counters(COUNTERS)

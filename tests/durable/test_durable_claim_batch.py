@@ -40,7 +40,8 @@ def claimer(grow: int, lease: float = 30.0) -> tuple[Claimer, Claims, Clock]:
     clock = Clock()
     claims = Claims()
     settings = Settings(owner="me", lease=lease, beat=lease / 3, poll=1.0, resync_every=30.0,
-                        max_skew=5.0, cap=4, grow=grow, retention=None, stale_after=300.0)
+                        max_skew=5.0, cap=4, grow=grow, retention=None, retention_batch=1000,
+                        stale_after=300.0)
     c = Claimer(settings, MemoryStore(), routing=None, mirror=None, runs=None,  # type: ignore[arg-type]
                 inflight=claims.inflight, lifecycle=Lifecycle(dispatching=True),
                 counters=claims.counters, clock=clock, wakeup=Wakeup())
