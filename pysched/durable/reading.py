@@ -124,6 +124,10 @@ class _PostgresDatabase:
         options = f"-c statement_timeout={READ_TIMEOUT_MS}"
         if not self._writable:
             options += " -c default_transaction_read_only=on"
+        # The keyword replaces the URL's own options (a search_path, say): keep them, first.
+        given = self._psycopg.conninfo.conninfo_to_dict(self._url).get("options")
+        if given:
+            options = f"{given} {options}"
         return self._psycopg.connect(self._url, autocommit=True, connect_timeout=10,
                                      options=options)
 
