@@ -18,9 +18,8 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.pyport cimport PY_SSIZE_T_MAX
-from libc.string cimport memset
 from libc.math cimport isfinite
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove, memset
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from pysched._errors import InvalidTransition
@@ -85,6 +84,7 @@ cdef Py_ssize_t _fitted(void** array, Py_ssize_t capacity, Py_ssize_t used, size
 include "_checks.pxi"
 include "_id_table.pxi"
 include "_scheduler_heap.pxi"
+include "_scheduler_ladder.pxi"
 include "_scheduler_task.pxi"
 include "_scheduler.pxi"
 include "_scheduler_batch.pxi"

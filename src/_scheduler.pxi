@@ -1,5 +1,7 @@
-# Scheduler: mirrors pysched/_scheduler_py.py, which states the design. Its heap
-# is in _scheduler_heap.pxi, its Task in _scheduler_task.pxi, schedule_many's
+# Scheduler: mirrors pysched/_scheduler_py.py, which states the design. Where
+# the twin keeps a heap, the core keeps a ladder queue (_scheduler_ladder.pxi,
+# on the entries and heaps of _scheduler_heap.pxi) holding the same entries in
+# the same order. Its Task is in _scheduler_task.pxi, schedule_many's
 # internals in _scheduler_batch.pxi, its C memory in _scheduler_memory.pxi, the
 # claim's prefetching in _scheduler_prefetch.pxi, its invariant checks in
 # _scheduler_check.pxi.
@@ -22,13 +24,14 @@ cdef Py_ssize_t _REBUILD_FLOOR = REBUILD_FLOOR
 cdef double _DBL_MAX = 1.7976931348623157e308
 
 
-ctypedef struct SlotState:
-    uint64_t version      # newest version handed out; a pending version is always the newest
-    uint64_t pending_seq  # seq of the pending version's entry; 0 when none is pending
-
-
 cdef extern from "Python.h":
     PyObject** PySequence_Fast_ITEMS(object o)
+
+
+cdef enum _Route:  # where Scheduler._push() puts an entry, and the room reserved for it
+    _ROUTED  # where its key belongs: _ladder_reserve()
+    _EARLY   # the early heap: _reserve_early()
+    _BATCH   # top, or the early heap below top_start: _ladder_reserve_batch()
 
 
 cdef inline double _wait(double run_at, double now) noexcept nogil:
@@ -47,10 +50,7 @@ cdef class Scheduler:
     an id again replaces its pending version, which can then never start.
     """
     cdef object _clock
-    cdef void* _heap_block     # the allocation; _heap points inside it (see _resize_heap)
-    cdef HeapEntry* _heap
-    cdef Py_ssize_t _heap_len
-    cdef Py_ssize_t _heap_capacity
+    cdef Ladder _pending       # the entries of pending versions, stale ones included (the twin's heap)
     cdef IdTable _ids          # task id -> slot, for ids with a version pending or running
     cdef SlotState* _slots     # by slot, ``_slots_capacity`` long
     cdef Py_ssize_t _slots_capacity
@@ -81,7 +81,7 @@ cdef class Scheduler:
         self._clock = clock
 
     def __dealloc__(self):
-        PyMem_Free(self._heap_block)
+        _ladder_free(&self._pending)
         PyMem_Free(self._slots)
 
     @property
@@ -100,8 +100,8 @@ cdef class Scheduler:
 
         Returns the new version number. A pending older version is replaced and
         can never start; a running one runs on, and the new version starts only
-        after it finishes. O(log n): one heap push; the old entry is left in the
-        heap as stale, to be dropped later at O(1) amortised cost.
+        after it finishes. O(log n): one insert; the old entry is left behind
+        as stale, to be dropped later at O(1) amortised cost.
         """
         cdef Py_hash_t h = _check_hashable(task_id, "task_id")
         cdef double when = _check_time(run_at, "run_at")
@@ -169,9 +169,11 @@ cdef class Scheduler:
         alone. Like ``next()``, it drops stale entries and parks versions whose
         id is running on the way. O(log n) amortised.
         """
+        cdef HeapEntry* head
         if not self._head():
             return None
-        return (_key_time(self._heap[0].key), self._ids.key(self._heap[0].slot))
+        head = _ladder_head(&self._pending)
+        return (_key_time(head.key), self._ids.key(head.slot))
 
     def next(self, now=None):
         """next(now=None) -> Task | float | None
@@ -222,7 +224,7 @@ cdef class Scheduler:
         # some claimed, the call hands them out and the next call raises.
         while n != cap:
             try:
-                if not self._head() or self._heap[0].key > due:
+                if not self._head() or _ladder_head(&self._pending).key > due:
                     break
                 edits = self._edits
                 task = Task.__new__(Task)  # may start a collection whose finalisers call back in
@@ -262,10 +264,10 @@ cdef class Scheduler:
         cdef list checked = list(<list>tasks) if type(tasks) is list else check_iterable(tasks, "tasks")
         cdef Py_ssize_t k, j, n = len(checked)
         cdef Task task
-        # Room for every parked version to return to the heap first: nothing below allocates
+        # Room for every parked version to return first: nothing below allocates
         # unless it raises, so no finaliser can run between the checks and the changes.
-        if self._parked and self._heap_capacity - self._heap_len < n:
-            _resize_heap(self, _grown(self._heap_capacity, self._heap_len + n))
+        if self._parked:
+            _reserve_early(&self._pending, n)
         # As the twin: each task's type and state first, a task given twice last.
         # An error's message may run the caller's code (an id's repr), so the
         # marks come after, in a pass that runs none.
@@ -331,9 +333,9 @@ cdef class Scheduler:
             "pending": self._live,
             "running": self._running,
             "parked": len(self._parked),
-            "heap_size": self._heap_len,
+            "heap_size": self._pending.size,
             "heap_live": heap_live,
-            "stale": self._heap_len - heap_live,
+            "stale": self._pending.size - heap_live,
             "stale_discarded": self._stale_discarded,
             "rebuilds": self._rebuilds,
             "scheduled": self._seq,
@@ -362,8 +364,7 @@ cdef class Scheduler:
             # whose finalisers call back in: then look again before committing.
             edits = self._edits
             slot = self._ids.find(task_id, h)
-            if self._heap_len == self._heap_capacity:
-                _resize_heap(self, self._heap_capacity * 2)
+            _ladder_reserve(&self._pending, _time_key(run_at))
             if slot < 0:
                 _reserve_slots(self, 1)
             if edits == self._edits:
@@ -382,7 +383,7 @@ cdef class Scheduler:
         state.pending_seq = self._seq
         self._fns[slot] = fn
         self._live += 1
-        self._push(run_at, priority, self._seq, slot)
+        self._push(run_at, priority, self._seq, slot, _ROUTED)
         self._maybe_rebuild()
         return state.version
 
@@ -405,23 +406,33 @@ cdef class Scheduler:
         return True
 
     cdef inline bint _is_live(self, const HeapEntry* entry) noexcept:
-        # A stale entry may name a slot cut off by a shrink: past _slots_capacity it
-        # is stale, and below it a cut slot's pending_seq is 0 (or a newer seq).
-        return (entry.slot < self._slots_capacity
-                and self._slots[entry.slot].pending_seq == entry.seq)
+        return _entry_live(entry, self._slots, self._slots_capacity)
 
     cdef int _head(self) except -1:
-        """Make the root the version ``next()`` would claim first; return 1 if there is one.
+        """Make the ladder's head the version ``next()`` would claim first; return 1 if there is one.
 
         Drops stale entries and parks versions whose id is running on the way.
+        Moving buckets down counts as an edit: it changes where inserts go.
         """
+        cdef uint64_t moves = self._pending.moves
+        cdef int found = self._find_head()
+        if self._pending.moves != moves:
+            self._edits += 1
+            _prefetch_new_run(self)
+        return found
+
+    cdef int _find_head(self) except -1:
+        cdef HeapEntry* entry
         cdef HeapEntry head
         cdef uint64_t edits
         cdef object parked
-        while self._heap_len:
-            head = self._heap[0]
+        while True:
+            entry = _ladder_head(&self._pending)
+            if entry == NULL:
+                return 0
+            head = entry[0]
             if not self._is_live(&head):
-                self._pop()
+                _ladder_pop_head(&self._pending)
                 self._stale_discarded += 1
                 self._edits += 1
             elif self._runs[head.slot] is not None:
@@ -432,12 +443,11 @@ cdef class Scheduler:
                 # Inserting boxes the slot and may grow the dict: no collection
                 # can start there, and a MemoryError comes before any change.
                 self._parked[head.slot] = parked
-                self._pop()
+                _ladder_pop_head(&self._pending)
                 self._edits += 1
                 self._maybe_rebuild()  # parking lowers heap_live: the bound may call for one
             else:
                 return 1
-        return 0
 
     cdef object _next(self, double now):
         """next() at a checked time."""
@@ -445,7 +455,7 @@ cdef class Scheduler:
         cdef uint64_t edits
         cdef Task task
         while self._head():
-            head = &self._heap[0]
+            head = _ladder_head(&self._pending)
             if head.key > _time_key(now):
                 return _wait(_key_time(head.key), now)
             edits = self._edits
@@ -457,14 +467,14 @@ cdef class Scheduler:
         return None
 
     cdef Task _claim(self, Task task):
-        """Pop the root, a pending version whose id is idle, as the running ``task``.
+        """Take the head, a pending version whose id is idle, as the running ``task``.
 
         The caller calls _maybe_rebuild() before it returns: pop_due() once for all its claims.
         """
-        cdef HeapEntry head = self._heap[0]
+        cdef HeapEntry head = _ladder_head(&self._pending)[0]
         cdef Py_ssize_t slot = head.slot
         _prefetch_next_claim(self, slot)
-        self._pop()
+        _ladder_pop_head(&self._pending)
         self._edits += 1
         task.task_id = self._ids.key(slot)
         task._version = self._slots[slot].version
@@ -527,14 +537,14 @@ cdef class Scheduler:
         cdef object key
         # Whatever may allocate comes before the first change, so a MemoryError
         # leaves everything as it was: boxing the slot number for the dict, and
-        # heap room for a parked version. No collection starts here: boxing an
-        # int and growing the heap allocate no tracked object.
+        # room for a parked version. No collection starts here: boxing an
+        # int and growing the early heap allocate no tracked object.
         parked = None
         if self._parked:
             key = slot
             parked = self._parked.get(key)
-        if parked is not None and self._heap_len == self._heap_capacity:
-            _resize_heap(self, self._heap_capacity * 2)
+        if parked is not None:
+            _reserve_early(&self._pending, 1)
         task.state = state
         task.exception = exception
         self._runs[slot] = None  # the caller still holds task
@@ -548,51 +558,43 @@ cdef class Scheduler:
             self._released += 1
         if parked is not None:
             del self._parked[key]  # deleting a present key never allocates
-            self._push(parked[0], parked[1], parked[2], slot)
+            self._push(parked[0], parked[1], parked[2], slot, _EARLY)
         elif not self._slots[slot].pending_seq:
             old_id = self._forget(slot)
         return old_id
 
     cdef inline void _push(self, double run_at, int64_t priority, uint64_t seq,
-                           Py_ssize_t slot) noexcept:
-        # Precondition: _heap_len < _heap_capacity (callers grow first, so a
-        # MemoryError leaves the heap untouched).
+                           Py_ssize_t slot, _Route route) noexcept:
+        # Precondition: room reserved for it as ``route`` says, so a MemoryError
+        # came before any change.
         cdef HeapEntry item
         item.key = _time_key(run_at)
         item.priority = priority
         item.seq = seq
         item.slot = slot
-        self._heap[self._heap_len] = item
-        self._heap_len += 1
-        _sift_up(self._heap, 0, self._heap_len - 1)
-
-    cdef inline void _pop(self) noexcept:
-        # Precondition: _heap_len > 0. Drops the root.
-        self._heap_len -= 1
-        if self._heap_len:
-            self._heap[0] = self._heap[self._heap_len]
-            _sift_down(self._heap, self._heap_len, 0)
+        if route == _ROUTED:
+            _ladder_push(&self._pending, &item)
+        elif route == _EARLY:
+            _ladder_push_early(&self._pending, &item)
+        else:
+            _ladder_push_batch(&self._pending, &item)
 
     cdef void _maybe_rebuild(self) noexcept:
         """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1).
 
-        Then give memory back if the heap is under a quarter full.
+        Else spill the early heap back into the ladder when it holds most
+        entries. Then give memory back where a part is under a quarter full.
         """
         cdef Py_ssize_t heap_live = self._live - len(self._parked)
-        cdef Py_ssize_t k, kept = 0
-        if self._heap_len <= _REBUILD_FLOOR or self._heap_len - heap_live <= heap_live:
-            if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
-                _shrink_heap(self)
+        cdef Py_ssize_t size = self._pending.size
+        if size <= _REBUILD_FLOOR or size - heap_live <= heap_live:
+            if _ladder_wants_spill(&self._pending):
+                _ladder_spill(&self._pending)
+                self._edits += 1
+            _ladder_fit(&self._pending)
             return
-        for k in range(self._heap_len):
-            if self._is_live(&self._heap[k]):
-                self._heap[kept] = self._heap[k]
-                kept += 1
-        self._stale_discarded += self._heap_len - kept
-        self._heap_len = kept
-        for k in range((kept - 2) // _ARITY, -1, -1):
-            _sift_down(self._heap, self._heap_len, k)
+        self._stale_discarded += _ladder_drop_stale(&self._pending, self._slots,
+                                                    self._slots_capacity)
         self._edits += 1
         self._rebuilds += 1
-        if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
-            _shrink_heap(self)
+        _ladder_fit(&self._pending)

@@ -89,7 +89,7 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
     ``batch`` holds the checked items; ``index`` is scratch room of ``buckets``
     int32s (a power of two above twice the items) to find a slot's repeats.
     """
-    cdef Py_ssize_t k, slot, first, n = len(items), fresh, replacing, r
+    cdef Py_ssize_t k, slot, first, n = len(items), fresh, replacing, r, to_top
     cdef uint64_t edits
     cdef int shift = 64
     cdef list versions
@@ -107,8 +107,9 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
         edits = self._edits
         memset(index, -1, buckets * sizeof(int32_t))
         versions = [None] * n
-        fresh = replacing = 0
+        fresh = replacing = to_top = 0
         for k in range(n):
+            to_top += _time_key(batch[k].run_at) >= self._pending.top_start
             if k + _LOOKAHEAD < n:  # a big batch misses the caches on each id's buckets: load ahead
                 PYSCHED_PREFETCH(&index[_home(batch[k + _LOOKAHEAD].hash, shift)])  # a new id's
                 self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
@@ -128,8 +129,7 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
                     batch[k].version = self._slots[slot].version + 1
                     replacing += self._slots[slot].pending_seq != 0
             versions[k] = batch[first].version
-        if self._heap_capacity - self._heap_len < n:
-            _resize_heap(self, _grown(self._heap_capacity, self._heap_len + n))
+        _ladder_reserve_batch(&self._pending, to_top, n - to_top)
         _reserve_slots(self, fresh)  # first: the table's slot limit grows next
         self._ids.reserve(fresh)
         old_fns = [None] * replacing if replacing else None
@@ -159,7 +159,7 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
         state.pending_seq = self._seq
         self._fns[slot] = <object>PyTuple_GET_ITEM(items[k], 3)
         self._live += 1
-        self._push(batch[k].run_at, batch[k].priority, self._seq, slot)
-    # Once, at the end: a shrink of the heap in between would take the room back.
+        self._push(batch[k].run_at, batch[k].priority, self._seq, slot, _BATCH)
+    # Once, at the end: a shrink in between would take the room back.
     self._maybe_rebuild()
     return versions

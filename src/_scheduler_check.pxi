@@ -1,26 +1,24 @@
 # Scheduler._check(): every invariant the docs and the twin's _check() state.
 
 cdef int _check_scheduler(Scheduler self) except -1:
-    """Assert the heap, slot and counter invariants of ``self``: Scheduler._check(), as the twin's."""
-    cdef Py_ssize_t k, child, slot, live = 0, pending = 0, running = 0
-    cdef HeapEntry* entry
+    """Assert the ladder, slot and counter invariants of ``self``: Scheduler._check(), as the twin's."""
+    cdef Py_ssize_t slot, live = 0, pending = 0, running = 0
+    cdef HeapEntry entry
     cdef list live_slots = []
     self._ids._check()
-    # Heap order: no entry is before its parent.
-    for k in range(self._heap_len):
-        for child in range(_ARITY * k + 1, min(_ARITY * k + _ARITY + 1, self._heap_len)):
-            assert not _before(&self._heap[child], &self._heap[k]), "heap order"
-    # Live entries are the pending versions that are not parked, one each.
-    for k in range(self._heap_len):
-        entry = &self._heap[k]
-        if self._is_live(entry):
-            assert 0 <= entry.slot < self._ids.slot_limit(), "live entry's slot"
-            live_slots.append(entry.slot)
+    # The ladder's own order and counts; then, over what it holds:
+    # live entries are the pending versions that are not parked, one each.
+    for slot, seq in _ladder_check(&self._pending):
+        entry.slot = slot
+        entry.seq = seq
+        if self._is_live(&entry):
+            assert 0 <= slot < self._ids.slot_limit(), "live entry's slot"
+            live_slots.append(slot)
     live = len(live_slots)
     assert live == len(set(live_slots)), "one live entry a slot"
     assert live + len(self._parked) == self._live, "pending count"
     # The documented bound: stale entries never outnumber live ones above the floor.
-    assert self._heap_len <= max(2 * live, _REBUILD_FLOOR), "stale bound"
+    assert self._pending.size <= max(2 * live, _REBUILD_FLOOR), "stale bound"
     # Per slot: a known id is pending or running; a pending one has its fn.
     assert len(self._fns) >= self._ids.slot_limit() and len(self._runs) >= self._ids.slot_limit()
     assert self._slots_capacity >= self._ids.slot_limit()

@@ -21,6 +21,11 @@ ctypedef struct HeapEntry:
     Py_ssize_t slot    # the id's slot; the entry is live iff pending_seq[slot] == seq
 
 
+ctypedef struct SlotState:
+    uint64_t version      # newest version handed out; a pending version is always the newest
+    uint64_t pending_seq  # seq of the pending version's entry; 0 when none is pending
+
+
 cdef union _DoubleBits:
     double value
     uint64_t bits

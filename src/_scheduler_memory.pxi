@@ -1,4 +1,5 @@
-# The scheduler's C arrays and lists: growing them before a change, giving memory back after.
+# The scheduler's per-slot arrays and lists: growing them before a change, giving memory back after.
+# The ladder's own memory is in _scheduler_ladder.pxi.
 
 cdef int _reserve_slots(Scheduler self, Py_ssize_t n) except -1:
     """Grow the per-slot arrays to cover the next ``n`` slots the id table may hand out.
@@ -10,31 +11,13 @@ cdef int _reserve_slots(Scheduler self, Py_ssize_t n) except -1:
     if end > old:
         _grow(<void**>&self._slots, _grown(old, end), sizeof(SlotState))
         self._slots_capacity = _grown(old, end)
-        # A stale heap entry may name a slot past the old end: it must read as pending nothing.
+        # A stale entry may name a slot past the old end: it must read as pending nothing.
         memset(&self._slots[old], 0, (self._slots_capacity - old) * sizeof(SlotState))
     # The lists grow to the arrays' capacity, in one step each time it grows.
     if len(self._fns) < end:
         self._fns.extend([None] * (self._slots_capacity - len(self._fns)))
     if len(self._runs) < end:
         self._runs.extend([None] * (self._slots_capacity - len(self._runs)))
-    return 0
-
-
-cdef int _resize_heap(Scheduler self, Py_ssize_t n) except -1:
-    # A node's four children are 128 bytes, two cache lines if they start
-    # on a line and three if not. Children start at entries 1, 5, 9, ...,
-    # so the heap begins 32 bytes before a line: the block has room to
-    # shift it there, and its data moves if a realloc changes the shift.
-    cdef size_t old_shift = <char*>self._heap - <char*>self._heap_block
-    cdef size_t shift
-    n = max(16, n)
-    _grow(&self._heap_block, n * sizeof(HeapEntry) + 64, 1)
-    shift = (32 - <size_t>self._heap_block) & 63
-    if self._heap_len and shift != old_shift:
-        memmove(<char*>self._heap_block + shift, <char*>self._heap_block + old_shift,
-                self._heap_len * sizeof(HeapEntry))
-    self._heap = <HeapEntry*>(<char*>self._heap_block + shift)
-    self._heap_capacity = n
     return 0
 
 
@@ -52,12 +35,3 @@ cdef void _fit_slots(Scheduler self) noexcept:
         pass  # longer than needed is still whole
     self._slots_capacity = _fitted(<void**>&self._slots, self._slots_capacity, n,
                                    sizeof(SlotState))
-
-
-cdef void _shrink_heap(Scheduler self) noexcept:
-    # To half full, so an oscillating load does not resize at every step;
-    # if the allocator cannot move it, the heap stays as it is.
-    try:
-        _resize_heap(self, max(16, self._heap_len * 2))
-    except MemoryError:
-        pass
