@@ -1,10 +1,10 @@
 # Scheduler: mirrors pysched/_scheduler_py.py, which states the design. Where
 # the twin keeps a heap, the core keeps a ladder queue (_scheduler_ladder.pxi,
 # on the entries and heaps of _scheduler_heap.pxi) holding the same entries in
-# the same order. Its Task is in _scheduler_task.pxi, schedule_many's
-# internals in _scheduler_batch.pxi, its C memory in _scheduler_memory.pxi, the
-# claim's prefetching in _scheduler_prefetch.pxi, its invariant checks in
-# _scheduler_check.pxi.
+# the same order. What it knows of each id lives in its IdTable (_id_table.pxi).
+# Its Task is in _scheduler_task.pxi, schedule_many's internals in
+# _scheduler_batch.pxi, the claim's prefetching in _scheduler_prefetch.pxi, its
+# invariant checks in _scheduler_check.pxi.
 #
 
 from time import monotonic as _monotonic
@@ -24,8 +24,10 @@ cdef Py_ssize_t _REBUILD_FLOOR = REBUILD_FLOOR
 cdef double _DBL_MAX = 1.7976931348623157e308
 
 
-cdef extern from "Python.h":
-    PyObject** PySequence_Fast_ITEMS(object o)
+cdef enum:  # the references an id has in the id table, after the id itself
+    _FN = 1   # the pending version's callable
+    _RUN = 2  # the running Task
+    _REFS = 3
 
 
 cdef enum _Route:  # where Scheduler._push() puts an entry, and the room reserved for it
@@ -51,11 +53,10 @@ cdef class Scheduler:
     """
     cdef object _clock
     cdef Ladder _pending       # the entries of pending versions, stale ones included (the twin's heap)
-    cdef IdTable _ids          # task id -> slot, for ids with a version pending or running
-    cdef SlotState* _slots     # by slot, ``_slots_capacity`` long
-    cdef Py_ssize_t _slots_capacity
-    cdef list _fns             # by slot: the pending version's callable, or None
-    cdef list _runs            # by slot: the Task now running, or None
+    # Task id -> slot, for ids with a version pending or running; with each a
+    # SlotRecord and two references: the pending version's fn (_FN) and the
+    # running Task (_RUN), each None when there is none.
+    cdef IdTable _ids
     cdef dict _parked          # slot -> (run_at, priority, seq) of a version waiting for its id's run
     cdef uint64_t _seq
     cdef uint64_t _edits       # changes with every edit of the heap or the slots: detects re-entrant edits
@@ -70,9 +71,7 @@ cdef class Scheduler:
     cdef Py_ssize_t _released
 
     def __cinit__(self):
-        self._ids = IdTable()
-        self._fns = []
-        self._runs = []
+        self._ids = IdTable(sizeof(SlotRecord), _REFS)
         self._parked = {}
 
     # The default is time.monotonic itself, as in the twin (None is refused).
@@ -82,7 +81,6 @@ cdef class Scheduler:
 
     def __dealloc__(self):
         _ladder_free(&self._pending)
-        PyMem_Free(self._slots)
 
     @property
     def clock(self):
@@ -321,7 +319,7 @@ cdef class Scheduler:
         cdef Py_ssize_t slot = self._ids.find(task_id, _check_hashable(task_id, "task_id"))
         if slot < 0:
             return None
-        return _PENDING if self._slots[slot].pending_seq else _RUNNING
+        return _PENDING if self._rec(slot).pending_seq else _RUNNING
 
     def stats(self):
         """stats() -> dict
@@ -358,30 +356,28 @@ cdef class Scheduler:
         cdef Py_ssize_t slot
         cdef uint64_t edits
         cdef object old_fn = None  # released on return, once the state is whole
-        cdef SlotState* state
+        cdef SlotRecord* state
         while True:
             # find() may run a key's __eq__, and growing may start a collection
             # whose finalisers call back in: then look again before committing.
             edits = self._edits
             slot = self._ids.find(task_id, h)
             _ladder_reserve(&self._pending, _time_key(run_at))
-            if slot < 0:
-                _reserve_slots(self, 1)
             if edits == self._edits:
                 break
         if slot < 0:
-            slot = self._ids.add(task_id, h)
-            self._slots[slot].version = 0
-            self._slots[slot].pending_seq = 0
-        elif self._slots[slot].pending_seq:
+            slot = self._ids.add(task_id, h)  # the first change: a MemoryError leaves all as it was
+            self._rec(slot).version = 0
+            self._rec(slot).pending_seq = 0
+        elif self._rec(slot).pending_seq:
             old_fn = self._drop_pending(slot)
             self._replaced += 1
         self._seq += 1
         self._edits += 1
-        state = &self._slots[slot]
+        state = self._rec(slot)
         state.version += 1
         state.pending_seq = self._seq
-        self._fns[slot] = fn
+        self._ids.set_ref(slot, _FN, fn)
         self._live += 1
         self._push(run_at, priority, self._seq, slot, _ROUTED)
         self._maybe_rebuild()
@@ -392,12 +388,12 @@ cdef class Scheduler:
         cdef Py_ssize_t slot = self._ids.find(task_id, h)
         cdef object old_fn = None  # released on return, once the state is whole
         cdef object old_id = None
-        if slot < 0 or not (self._slots[slot].pending_seq or stop_running):
+        if slot < 0 or not (self._rec(slot).pending_seq or stop_running):
             return False
-        if self._slots[slot].pending_seq:
+        if self._rec(slot).pending_seq:
             old_fn = self._drop_pending(slot)
             self._cancelled += 1
-        running = self._runs[slot]
+        running = self._ids.ref(slot, _RUN)
         if running is None:
             old_id = self._forget(slot)
         elif stop_running:
@@ -405,8 +401,11 @@ cdef class Scheduler:
         self._maybe_rebuild()
         return True
 
+    cdef inline SlotRecord* _rec(self, Py_ssize_t slot) noexcept:
+        return <SlotRecord*>self._ids.record(slot)
+
     cdef inline bint _is_live(self, const HeapEntry* entry) noexcept:
-        return _entry_live(entry, self._slots, self._slots_capacity)
+        return _entry_live(entry, <const SlotRecord*>self._ids.records, self._ids.slots)
 
     cdef int _head(self) except -1:
         """Make the ladder's head the version ``next()`` would claim first; return 1 if there is one.
@@ -435,7 +434,7 @@ cdef class Scheduler:
                 _ladder_pop_head(&self._pending)
                 self._stale_discarded += 1
                 self._edits += 1
-            elif self._runs[head.slot] is not None:
+            elif self._ids.ref(head.slot, _RUN) is not None:
                 edits = self._edits
                 parked = (_key_time(head.key), head.priority, head.seq)  # may start a collection
                 if edits != self._edits:
@@ -477,15 +476,15 @@ cdef class Scheduler:
         _ladder_pop_head(&self._pending)
         self._edits += 1
         task.task_id = self._ids.key(slot)
-        task._version = self._slots[slot].version
+        task._version = self._rec(slot).version
         task.run_at = _key_time(head.key)
         task.priority = head.priority
-        task.fn = self._fns[slot]
+        task.fn = self._ids.ref(slot, _FN)
         task.state = _RUNNING
         task._slot = slot
-        self._slots[slot].pending_seq = 0
-        self._fns[slot] = None  # task.fn holds it
-        self._runs[slot] = task
+        self._rec(slot).pending_seq = 0
+        self._ids.set_ref(slot, _FN, None)  # task.fn holds it
+        self._ids.set_ref(slot, _RUN, task)
         self._live -= 1
         self._running += 1
         _prefetch_head_objects(self)
@@ -499,9 +498,9 @@ cdef class Scheduler:
         if self._parked:
             self._parked.pop(slot, None)
         self._edits += 1
-        fn = self._fns[slot]
-        self._slots[slot].pending_seq = 0
-        self._fns[slot] = None
+        fn = self._ids.ref(slot, _FN)
+        self._rec(slot).pending_seq = 0
+        self._ids.set_ref(slot, _FN, None)
         self._live -= 1
         return fn
 
@@ -509,8 +508,7 @@ cdef class Scheduler:
         """Forget the id of ``slot``, now idle; return the id, for the caller to drop last."""
         self._edits += 1
         task_id = self._ids.remove(slot)
-        if self._ids.shrink():
-            _fit_slots(self)
+        self._ids.shrink()
         return task_id
 
     cdef int _check_running(self, Task task) except -1:
@@ -518,8 +516,8 @@ cdef class Scheduler:
         cdef Py_ssize_t slot = task._slot
         # A task is this scheduler's running one only if its slot holds it; a
         # task of another scheduler may carry any slot number, so check the range.
-        if (task.state is not _RUNNING or slot >= len(self._runs)
-                or self._runs[slot] is not task):
+        if (task.state is not _RUNNING or slot >= self._ids.slot_limit()
+                or self._ids.ref(slot, _RUN) is not task):
             raise InvalidTransition(
                 f"cannot finish task {task.task_id!r} version {task._version}: it is "
                 f"{task.state}" + ("" if task.state is not _RUNNING else " in another scheduler"))
@@ -547,7 +545,7 @@ cdef class Scheduler:
             _reserve_early(&self._pending, 1)
         task.state = state
         task.exception = exception
-        self._runs[slot] = None  # the caller still holds task
+        self._ids.set_ref(slot, _RUN, None)  # the caller still holds task
         self._edits += 1
         self._running -= 1
         if state is _COMPLETED:
@@ -559,7 +557,7 @@ cdef class Scheduler:
         if parked is not None:
             del self._parked[key]  # deleting a present key never allocates
             self._push(parked[0], parked[1], parked[2], slot, _EARLY)
-        elif not self._slots[slot].pending_seq:
+        elif not self._rec(slot).pending_seq:
             old_id = self._forget(slot)
         return old_id
 
@@ -593,8 +591,8 @@ cdef class Scheduler:
                 self._edits += 1
             _ladder_fit(&self._pending)
             return
-        self._stale_discarded += _ladder_drop_stale(&self._pending, self._slots,
-                                                    self._slots_capacity)
+        self._stale_discarded += _ladder_drop_stale(
+            &self._pending, <const SlotRecord*>self._ids.records, self._ids.slots)
         self._edits += 1
         self._rebuilds += 1
         _ladder_fit(&self._pending)

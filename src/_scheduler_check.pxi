@@ -20,28 +20,28 @@ cdef int _check_scheduler(Scheduler self) except -1:
     # The documented bound: stale entries never outnumber live ones above the floor.
     assert self._pending.size <= max(2 * live, _REBUILD_FLOOR), "stale bound"
     # Per slot: a known id is pending or running; a pending one has its fn.
-    assert len(self._fns) >= self._ids.slot_limit() and len(self._runs) >= self._ids.slot_limit()
-    assert self._slots_capacity >= self._ids.slot_limit()
     for slot in range(self._ids.slot_limit()):
         task_id = self._ids.key(slot)
         if task_id is _FREE:
-            assert self._fns[slot] is None and self._runs[slot] is None, "free slot holds nothing"
+            assert self._rec(slot).pending_seq == 0, "a free slot is pending"
             continue
-        assert self._slots[slot].pending_seq or self._runs[slot] is not None, "a forgotten id is kept"
-        assert (self._fns[slot] is not None) == bool(self._slots[slot].pending_seq), "fn iff pending"
-        assert self._slots[slot].pending_seq <= self._seq, "pending seq"
-        pending += bool(self._slots[slot].pending_seq)
-        task = self._runs[slot]
+        assert self._rec(slot).pending_seq or self._ids.ref(slot, _RUN) is not None, \
+            "a forgotten id is kept"
+        assert ((self._ids.ref(slot, _FN) is not None) == bool(self._rec(slot).pending_seq)), \
+            "fn iff pending"
+        assert self._rec(slot).pending_seq <= self._seq, "pending seq"
+        pending += bool(self._rec(slot).pending_seq)
+        task = self._ids.ref(slot, _RUN)
         if task is not None:
             running += 1
             assert task.state is _RUNNING and task.task_id is task_id, "running task"
             assert (<Task>task)._slot == slot, "running task's slot"
-            assert (<Task>task)._version <= self._slots[slot].version, "running version"
+            assert (<Task>task)._version <= self._rec(slot).version, "running version"
     assert pending == self._live and running == self._running, "counters"
     # A parked entry is its slot's pending version, held back by a running one.
     for slot, parked in self._parked.items():
-        assert self._slots[slot].pending_seq == parked[2], "parked entry"
-        assert self._runs[slot] is not None, "parked behind a run"
+        assert self._rec(slot).pending_seq == parked[2], "parked entry"
+        assert self._ids.ref(slot, _RUN) is not None, "parked behind a run"
     # The counters add up: every version handed out is pending, replaced,
     # cancelled, running or finished.
     assert self._seq == (self._live + self._replaced + self._cancelled + self._running

@@ -554,14 +554,14 @@ cdef inline void _early_pop(Ladder* L) noexcept:
 
 # -- housekeeping ----------------------------------------------------------------
 
-cdef inline bint _entry_live(const HeapEntry* entry, const SlotState* slots,
+cdef inline bint _entry_live(const HeapEntry* entry, const SlotRecord* slots,
                              Py_ssize_t n_slots) noexcept nogil:
-    # A stale entry may name a slot cut off by a shrink: past n_slots it is
-    # stale, and below it a cut slot's pending_seq is 0 (or a newer seq).
+    # A stale entry may name a slot cut off by a shrink: at or past n_slots it
+    # is stale, and below it a cut slot's pending_seq is 0 (or a newer seq).
     return entry.slot < n_slots and slots[entry.slot].pending_seq == entry.seq
 
 
-cdef Py_ssize_t _keep_live(HeapEntry* items, Py_ssize_t n, const SlotState* slots,
+cdef Py_ssize_t _keep_live(HeapEntry* items, Py_ssize_t n, const SlotRecord* slots,
                            Py_ssize_t n_slots) noexcept nogil:
     """Move the live entries of ``items[:n]`` to its front, in order; return how many."""
     cdef Py_ssize_t k, kept = 0
@@ -572,7 +572,7 @@ cdef Py_ssize_t _keep_live(HeapEntry* items, Py_ssize_t n, const SlotState* slot
     return kept
 
 
-cdef Py_ssize_t _ladder_drop_stale(Ladder* L, const SlotState* slots,
+cdef Py_ssize_t _ladder_drop_stale(Ladder* L, const SlotRecord* slots,
                                    Py_ssize_t n_slots) noexcept:
     """Drop every stale entry, wherever it is; return how many went. O(size + buckets)."""
     cdef Py_ssize_t before = L.size, kept, j

@@ -1,8 +1,8 @@
 # Prefetching for the claim path.
 #
 # At a million tasks every read of a claim misses the caches: the head's
-# slot state, its list items and hash, then the id and fn objects those
-# point to, and at complete() its id's bucket. Loads are started in two
+# record and references in the id table, then the id object they point to,
+# and at complete() its id's bucket. Loads are started in two
 # steps: the slot's own data, then (once that has arrived) what it points to.
 # When a bucket becomes current its order is known, so its claims' second
 # step and the next bucket's first step start then, a bucket ahead of the
@@ -13,12 +13,10 @@ cdef enum:
 
 
 cdef inline void _prefetch_slot(Scheduler self, Py_ssize_t slot) noexcept:
-    """Start loading what claiming an entry of ``slot`` reads first."""
-    PYSCHED_PREFETCH(&self._slots[slot])
-    PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._fns)[slot])
-    PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._runs)[slot])
-    PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self._ids.keys)[slot])
-    PYSCHED_PREFETCH(&self._ids.hashes[slot])
+    """Start loading what claiming an entry of ``slot`` reads first: its record and references."""
+    # A stale entry may name a slot cut off by a shrink: load only inside the table.
+    if slot < self._ids.slot_limit():
+        self._ids.prefetch_slot(slot)
 
 
 cdef inline void _prefetch_slot_objects(Scheduler self, Py_ssize_t slot) noexcept:
@@ -27,7 +25,7 @@ cdef inline void _prefetch_slot_objects(Scheduler self, Py_ssize_t slot) noexcep
     # lists (the id table's keys are the shortest of them).
     if slot >= self._ids.slot_limit():
         return
-    PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._ids.keys)[slot])
+    self._ids.prefetch_key(slot)
     self._ids.prefetch(slot)
 
 
@@ -49,8 +47,7 @@ cdef void _prefetch_new_run(Scheduler self) noexcept:
         bucket = &rung.buckets[j]
         if bucket.len:
             for k in range(min(bucket.len, _PREFETCH_AHEAD)):
-                if bucket.items[k].slot < self._slots_capacity:
-                    _prefetch_slot(self, bucket.items[k].slot)
+                _prefetch_slot(self, bucket.items[k].slot)
             return
 
 
@@ -79,12 +76,12 @@ cdef inline void _prefetch_next_claim(Scheduler self, Py_ssize_t slot) noexcept:
         return  # a sorted run's loads started when it became current
     after = _next_after_head(&self._pending)
     self._ids.prefetch(slot)  # complete() reads its bucket; its hash is cached by now
-    if after != NULL and after.slot < self._slots_capacity:
+    if after != NULL:
         _prefetch_slot(self, after.slot)
 
 
 cdef inline void _prefetch_head_objects(Scheduler self) noexcept:
-    """After the head went: load the id and fn objects of the next one, if it is at hand."""
+    """After the head went: load the id object of the next one, if it is at hand."""
     # Reads what _prefetch_next_claim loaded: if it has not arrived, this
     # waits for what the next claim would have waited for anyway. Nothing
     # moves here: a bucket moved down would change where inserts go.
@@ -98,9 +95,6 @@ cdef inline void _prefetch_head_objects(Scheduler self) noexcept:
     else:
         return
     slot = head.slot
-    # A stale head may name a slot cut off by a shrink: read only inside the
-    # lists (the id table's keys are the shortest of them).
-    if slot >= self._ids.slot_limit():
-        return
-    PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._ids.keys)[slot])
-    PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self._fns)[slot])
+    # A stale head may name a slot cut off by a shrink: read only inside the table.
+    if slot < self._ids.slot_limit():
+        self._ids.prefetch_key(slot)
