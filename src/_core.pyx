@@ -15,12 +15,12 @@ are the spec, and the parts mirror their names and structure.
 """
 
 cimport cython
+from cpython.exc cimport PyErr_Clear
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.pyport cimport PY_SSIZE_T_MAX
-from libc.string cimport memset
 from libc.math cimport isfinite
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove, memset
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from pysched._errors import InvalidTransition
@@ -47,6 +47,13 @@ cdef extern from *:
     #endif
     """
     void PYSCHED_PREFETCH(const void* p) noexcept nogil
+
+cdef extern from "Python.h":
+    PyObject** PySequence_Fast_ITEMS(object o)
+    # PyList_SetSlice with no items: deletes a slice without making a slice object.
+    int _list_cut "PyList_SetSlice"(object lst, Py_ssize_t low, Py_ssize_t high,
+                                    PyObject* no_items) noexcept
+
 
 # One growth helper for every C array, and one for giving memory back. Callers
 # set their capacity once every array of that capacity has its new size.
@@ -85,10 +92,10 @@ cdef Py_ssize_t _fitted(void** array, Py_ssize_t capacity, Py_ssize_t used, size
 include "_checks.pxi"
 include "_id_table.pxi"
 include "_scheduler_heap.pxi"
+include "_scheduler_ladder.pxi"
 include "_scheduler_task.pxi"
 include "_scheduler.pxi"
 include "_scheduler_batch.pxi"
-include "_scheduler_memory.pxi"
 include "_scheduler_prefetch.pxi"
 include "_scheduler_check.pxi"
 include "_bounded_heap.pxi"
