@@ -31,6 +31,7 @@
 cdef enum:
     _MAX_RUNGS = 8      # a bucket this deep is heapified, however its keys spread
     _BUCKET_FILL = 8    # entries per bucket a new rung is made for, on average
+    _MAX_BUCKETS = 1024  # buckets a rung: what a scatter writes to at once stays in the cache
     _SORT_MAX = 48      # a current bucket of at most this many entries is sorted
     _SPILL_MIN = 1024   # the early heap is spilled back into the ladder only above this size
 
@@ -170,7 +171,7 @@ cdef bint _spawn_rung(Ladder* L, HeapEntry* items, Py_ssize_t n, uint64_t kmin,
     kmin < kmax and depth < _MAX_RUNGS.
     """
     cdef Rung* rung = &L.rungs[L.depth]
-    cdef Py_ssize_t nb = max(2, n // _BUCKET_FILL), j, k, most = n
+    cdef Py_ssize_t nb = max(2, min(n // _BUCKET_FILL, _MAX_BUCKETS)), j, k, most = n
     cdef uint64_t span = kmax - kmin
     cdef int width
     cdef double seconds, scale
