@@ -67,6 +67,7 @@ cdef class IdTable:
     cdef list keys            # by slot, ``stride`` items each
     cdef uint64_t stamp       # changes whenever buckets change: detects re-entrant edits
     cdef Py_ssize_t shrink_at  # try to shrink again only below this count (a failed try halves it)
+    cdef size_t keys_advised  # the room of ``keys`` last advised to use huge pages (see _grow)
 
     def __cinit__(self, Py_ssize_t record_size=0, Py_ssize_t stride=1):
         # Records are whole words, so every hash stays aligned.
@@ -105,6 +106,8 @@ cdef class IdTable:
         cdef int bits = 0
         if fresh == NULL:
             raise MemoryError()
+        if n * sizeof(int32_t) >= _HUGE_ENOUGH:
+            _advise_huge(fresh, n * sizeof(int32_t))  # before the first touch: see _grow
         for i in range(n):
             fresh[i] = -1
         while (<size_t>1 << bits) < n:
@@ -157,6 +160,10 @@ cdef class IdTable:
         memset(self.record(s), 0, self.record_size)
         self.slots += 1
         self.shrink_at = PY_SSIZE_T_MAX
+        if _list_room(self.keys) != self.keys_advised and _list_room(self.keys) >= _HUGE_ENOUGH:
+            # The list was just reallocated: its items are read at random too.
+            self.keys_advised = _list_room(self.keys)
+            _advise_huge(_list_items(self.keys), self.keys_advised)
         return 0
 
     cdef Py_ssize_t find(self, object key, Py_hash_t h) except -2:

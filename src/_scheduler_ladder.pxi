@@ -10,8 +10,10 @@
 #   shift``); both are monotone in the key, so every entry of a bucket comes
 #   before every entry of a later one. Rung 0 was spawned from ``top``; rung
 #   r + 1 from bucket ``cur`` of rung r, which it now holds. Buckets are
-#   unsorted arrays; a bucket becomes current only when everything before it
-#   has gone, and is then sorted (or split again, or heapified).
+#   unsorted arrays, side by side in one slab from the spawn until one
+#   outgrows its room and moves out; a bucket becomes current only when
+#   everything before it has gone, and is then sorted (or split again, or
+#   heapified) where it lies.
 # - ``run``: the current bucket: a sorted array read from ``run_pos``, or, for
 #   a big bucket that cannot be split (equal times, or too deep), a 4-ary heap.
 # - ``early``: a 4-ary heap that takes what belongs at or before the current
@@ -31,6 +33,7 @@
 cdef enum:
     _MAX_RUNGS = 8      # a bucket this deep is heapified, however its keys spread
     _BUCKET_FILL = 8    # entries per bucket a new rung is made for, on average
+    _MAX_BUCKETS = 1024  # buckets a rung: what a scatter writes to at once stays in the cache
     _SORT_MAX = 48      # a current bucket of at most this many entries is sorted
     _SPILL_MIN = 1024   # the early heap is spilled back into the ladder only above this size
 
@@ -45,10 +48,13 @@ ctypedef struct EntryArray:
     HeapEntry* items
     Py_ssize_t len
     Py_ssize_t cap
+    bint owned          # items is its own allocation; else a view into a rung's slab
 
 
 ctypedef struct Rung:
     EntryArray* buckets
+    HeapEntry* slab     # where the spawn put every bucket, one after another (owned)
+    Py_ssize_t slab_len
     Py_ssize_t nb       # buckets
     Py_ssize_t cur      # buckets up to cur are used up; cur is split below, or current
     Py_ssize_t count    # entries in buckets after cur
@@ -102,42 +108,96 @@ cdef inline int _append(EntryArray* array, const HeapEntry* entry) noexcept nogi
 
 
 cdef int _reserve_array(EntryArray* array, Py_ssize_t n) except -1:
-    """Room for ``n`` more entries in ``array``; a MemoryError leaves it as it was."""
+    """Room for ``n`` more entries in ``array`` (moved out of its slab if it is a view);
+    a MemoryError leaves it as it was."""
     cdef Py_ssize_t cap
+    cdef HeapEntry* moved
     if array.cap - array.len >= n:
         return 0
     cap = _grown(array.cap, array.len + n)
-    _grow(<void**>&array.items, cap, sizeof(HeapEntry))
+    if array.owned or array.items == NULL:
+        _grow(<void**>&array.items, cap, sizeof(HeapEntry))
+    else:
+        moved = <HeapEntry*>PyMem_Malloc(cap * sizeof(HeapEntry))
+        if moved == NULL:
+            raise MemoryError()
+        memcpy(moved, array.items, array.len * sizeof(HeapEntry))
+        array.items = moved
+    array.owned = True
     array.cap = cap
     return 0
 
 
 cdef inline void _fit_array(EntryArray* array) noexcept:
-    """Give memory back once under a quarter of ``array`` is used (freed when empty)."""
-    if array.len == 0:
-        PyMem_Free(array.items)
-        array.items = NULL
-        array.cap = 0
+    """Give memory back once under a quarter of ``array`` is used (freed when empty);
+    a view keeps its room in the slab."""
+    if not array.owned:
+        if array.len == 0:
+            array.items = NULL
+            array.cap = 0
+    elif array.len == 0:
+        _free_array(array)
     else:
         array.cap = _fitted(<void**>&array.items, array.cap, array.len, sizeof(HeapEntry))
 
 
 cdef inline void _free_array(EntryArray* array) noexcept:
-    PyMem_Free(array.items)
+    """Empty ``array``, freeing its items if they are its own."""
+    if array.owned:
+        PyMem_Free(array.items)
     array.items = NULL
     array.len = 0
     array.cap = 0
+    array.owned = False
+
+
+cdef HeapEntry* _alloc_entries(Py_ssize_t n) noexcept:
+    """Room for ``n`` entries, or NULL; a big block asks for huge pages (see _grow)."""
+    cdef HeapEntry* items = <HeapEntry*>PyMem_Malloc(max(1, n) * sizeof(HeapEntry))
+    if items != NULL and n * sizeof(HeapEntry) >= _HUGE_ENOUGH:
+        _advise_huge(items, n * sizeof(HeapEntry))
+    return items
 
 
 cdef void _pop_rung(Ladder* L) noexcept:
-    """Drop the lowest rung, used up: its buckets are empty."""
+    """Drop the lowest rung, used up (its buckets are empty), with its slab."""
     cdef Rung* rung = &L.rungs[L.depth - 1]
     cdef Py_ssize_t j
     for j in range(rung.nb):
-        PyMem_Free(rung.buckets[j].items)  # all NULL but the cut-off ones past cur
+        _free_array(&rung.buckets[j])  # all empty, some still holding their room
     PyMem_Free(rung.buckets)
+    PyMem_Free(rung.slab)
     rung.buckets = NULL
+    rung.slab = NULL
     L.depth -= 1
+
+
+cdef void _compact_slab(Rung* rung) noexcept:
+    """Move the buckets still in the slab to a slab of their size, once they fill
+    under a quarter of it: memory follows the entries as a rung is used up.
+
+    O(entries moved), at most a quarter of what was taken since the last move.
+    Nothing happens when memory runs out. Precondition: no current bucket lies in
+    the slab (the run is empty).
+    """
+    cdef Py_ssize_t j, n = 0
+    cdef HeapEntry* slab
+    for j in range(rung.cur + 1, rung.nb):
+        if not rung.buckets[j].owned:
+            n += rung.buckets[j].len
+    slab = _alloc_entries(n)
+    if slab == NULL:
+        return
+    n = 0
+    for j in range(rung.cur + 1, rung.nb):
+        if rung.buckets[j].owned:
+            continue
+        n = _copy_out(slab, n, rung.buckets[j].items, rung.buckets[j].len)
+        rung.buckets[j].items = &slab[n - rung.buckets[j].len] if rung.buckets[j].len else NULL
+        rung.buckets[j].cap = rung.buckets[j].len
+    PyMem_Free(rung.slab)
+    rung.slab = slab
+    rung.slab_len = n
 
 
 cdef int _bits(uint64_t value) noexcept nogil:
@@ -162,15 +222,15 @@ cdef Py_ssize_t _count_buckets(const Rung* rung, const HeapEntry* items, Py_ssiz
     return most
 
 
-cdef bint _spawn_rung(Ladder* L, HeapEntry* items, Py_ssize_t n, uint64_t kmin,
-                      uint64_t kmax) noexcept:
-    """Scatter ``items[:n]`` (owned, freed here) into a new lowest rung, keys kmin .. kmax.
+cdef bint _spawn_rung(Ladder* L, EntryArray* items, uint64_t kmin, uint64_t kmax) noexcept:
+    """Scatter ``items`` (emptied here) into a new lowest rung, keys kmin .. kmax.
 
     Returns False, changing nothing, when memory runs out. Precondition:
     kmin < kmax and depth < _MAX_RUNGS.
     """
     cdef Rung* rung = &L.rungs[L.depth]
-    cdef Py_ssize_t nb = max(2, n // _BUCKET_FILL), j, k, most = n
+    cdef Py_ssize_t n = items.len
+    cdef Py_ssize_t nb = max(2, min(n // _BUCKET_FILL, _MAX_BUCKETS)), j, k, most = n, at
     cdef uint64_t span = kmax - kmin
     cdef int width
     cdef double seconds, scale
@@ -188,30 +248,31 @@ cdef bint _spawn_rung(Ladder* L, HeapEntry* items, Py_ssize_t n, uint64_t kmin,
     scale = nb / seconds if isfinite(seconds) and seconds > 0.0 else 0.0
     rung.scale = scale if isfinite(scale) else 0.0
     if rung.scale != 0.0:
-        most = _count_buckets(rung, items, n, buckets)
+        most = _count_buckets(rung, items.items, n, buckets)
     if most * 2 > n:
         # By bits: a power-of-two number of buckets of 2**shift keys each.
         width = _bits(nb) - 1  # log2 of the largest power of two <= nb
         rung.scale = 0.0
         rung.shift = max(0, _bits(span) - width)
         rung.nb = <Py_ssize_t>(span >> rung.shift) + 1  # <= 2**width <= nb
-        _count_buckets(rung, items, n, buckets)
+        _count_buckets(rung, items.items, n, buckets)
     nb = rung.nb
-    # Allocate every bucket before the first entry moves: on failure, undo.
+    rung.slab = _alloc_entries(n)
+    if rung.slab == NULL:
+        PyMem_Free(buckets)
+        return False
+    rung.slab_len = n
+    # Each bucket's room, in order, in the slab: the entries are then spread
+    # over at most _MAX_BUCKETS places, one after another in each.
+    at = 0
     for j in range(nb):
-        if buckets[j].cap:
-            buckets[j].items = <HeapEntry*>PyMem_Malloc(buckets[j].cap * sizeof(HeapEntry))
-            if buckets[j].items == NULL:
-                for k in range(j):
-                    PyMem_Free(buckets[k].items)
-                PyMem_Free(buckets)
-                return False
-        else:
-            buckets[j].items = NULL
+        buckets[j].items = &rung.slab[at] if buckets[j].cap else NULL
         buckets[j].len = 0
+        buckets[j].owned = False
+        at += buckets[j].cap
     for k in range(n):
-        _append(&buckets[_bucket_of(rung, items[k].key)], &items[k])
-    PyMem_Free(items)
+        _append(&buckets[_bucket_of(rung, items.items[k].key)], &items.items[k])
+    _free_array(items)
     rung.buckets = buckets
     rung.cur = -1
     rung.count = n
@@ -296,25 +357,23 @@ cdef void _heapify(HeapEntry* heap, Py_ssize_t n) noexcept nogil:
 
 # -- the current bucket ---------------------------------------------------------
 
-cdef void _settle(Ladder* L, HeapEntry* items, Py_ssize_t n, Py_ssize_t cap, bint in_order,
-                  uint64_t kmin, uint64_t kmax) noexcept:
-    """Make ``items[:n]`` (owned, ``cap`` long) the current bucket: sorted, split or heapified.
+cdef void _settle(Ladder* L, EntryArray* items, bint in_order, uint64_t kmin,
+                  uint64_t kmax) noexcept:
+    """Make ``items`` (taken over here) the current bucket: sorted, split or heapified where it lies.
 
     Precondition: the run is empty (freed).
     """
-    if in_order or n <= _SORT_MAX:
+    if in_order or items.len <= _SORT_MAX:
         if not in_order:
-            _sort_entries(items, n)
+            _sort_entries(items.items, items.len)
         L.run_is_heap = False
-    elif kmin != kmax and L.depth < _MAX_RUNGS and _spawn_rung(L, items, n, kmin, kmax):
+    elif kmin != kmax and L.depth < _MAX_RUNGS and _spawn_rung(L, items, kmin, kmax):
         return
     else:
         # Equal times, too deep, or no memory: a heap, O(n) to make, O(log n) a pop.
-        _heapify(items, n)
+        _heapify(items.items, items.len)
         L.run_is_heap = True
-    L.run.items = items
-    L.run.len = n
-    L.run.cap = cap
+    L.run = items[0]
     L.run_pos = 0
 
 
@@ -328,9 +387,10 @@ cdef void _take_bucket(Ladder* L) noexcept:
     rung.cur += 1
     L.moves += 1
     bucket = rung.buckets[rung.cur]
-    rung.buckets[rung.cur].items = NULL
+    rung.buckets[rung.cur].items = NULL  # the run takes it over
     rung.buckets[rung.cur].len = 0
     rung.buckets[rung.cur].cap = 0
+    rung.buckets[rung.cur].owned = False
     rung.count -= bucket.len
     if bucket.len > _SORT_MAX:
         for k in range(bucket.len):
@@ -339,7 +399,7 @@ cdef void _take_bucket(Ladder* L) noexcept:
         in_order = _in_order(bucket.items, bucket.len)
     else:
         in_order = False
-    _settle(L, bucket.items, bucket.len, bucket.cap, in_order, kmin, kmax)
+    _settle(L, &bucket, in_order, kmin, kmax)
 
 
 cdef void _take_top(Ladder* L) noexcept:
@@ -348,11 +408,12 @@ cdef void _take_top(Ladder* L) noexcept:
     L.top.items = NULL
     L.top.len = 0
     L.top.cap = 0
+    L.top.owned = False
     L.moves += 1
     # Keys up to top_max now belong below top. top_max is finite, so the
     # sum stays below _NO_KEY.
     L.top_start = L.top_max + 1
-    _settle(L, top.items, top.len, top.cap, L.top_sorted, L.top_min, L.top_max)
+    _settle(L, &top, L.top_sorted, L.top_min, L.top_max)
 
 
 cdef inline bint _run_empty(const Ladder* L) noexcept nogil:
@@ -371,6 +432,8 @@ cdef bint _next_bucket(Ladder* L) noexcept:
     while L.depth:
         rung = &L.rungs[L.depth - 1]
         if rung.count:
+            if rung.count * 4 < rung.slab_len and rung.slab_len >= 4096:
+                _compact_slab(rung)
             j = rung.cur + 1
             while rung.buckets[j].len == 0:
                 j += 1
@@ -595,7 +658,7 @@ cdef Py_ssize_t _ladder_drop_stale(Ladder* L, const SlotRecord* slots,
         memmove(L.run.items, &L.run.items[L.run_pos], L.run.len * sizeof(HeapEntry))
         L.run_pos = 0
     if L.run.len:
-        L.run.cap = _fitted(<void**>&L.run.items, L.run.cap, L.run.len, sizeof(HeapEntry))
+        _fit_array(&L.run)
     L.early_len = _keep_live(L.early, L.early_len, slots, n_slots)
     _heapify(L.early, L.early_len)
     L.size = _ladder_count(L)
@@ -653,22 +716,24 @@ cdef void _ladder_spill(Ladder* L) noexcept:
     L.moves += 1
     n = _copy_out(items, n, L.top.items, L.top.len)
     _free_array(&L.top)
-    while L.depth:
-        rung = &L.rungs[L.depth - 1]
-        for j in range(rung.cur + 1, rung.nb):
-            n = _copy_out(items, n, rung.buckets[j].items, rung.buckets[j].len)
-        _pop_rung(L)
+    # The run first: it may lie in the lowest rung's slab.
     first = 0 if L.run_is_heap else L.run_pos
     if L.run.len > first:
         n = _copy_out(items, n, &L.run.items[first], L.run.len - first)
     _free_array(&L.run)
     L.run_pos = 0
     L.run_is_heap = False
+    while L.depth:
+        rung = &L.rungs[L.depth - 1]
+        for j in range(rung.cur + 1, rung.nb):
+            n = _copy_out(items, n, rung.buckets[j].items, rung.buckets[j].len)
+        _pop_rung(L)
     n = _copy_out(items, n, L.early, L.early_len)
     L.early_len = 0
     L.top.items = items
     L.top.len = n
     L.top.cap = max(1, L.size)
+    L.top.owned = True
     L.top_start = 0
     if n:
         L.top_min = L.top_max = items[0].key
@@ -681,9 +746,9 @@ cdef void _ladder_spill(Ladder* L) noexcept:
 
 cdef void _ladder_free(Ladder* L) noexcept:
     _free_array(&L.top)
+    _free_array(&L.run)
     while L.depth:
         _pop_rung(L)
-    _free_array(&L.run)
     PyMem_Free(L.early_block)
     L.early_block = NULL
     L.early = NULL
