@@ -8,9 +8,12 @@ objects are, so no lock is needed):
   (``AioVersion``) of the core's pending version of ``tid`` and
   ``book.running[tid]`` that of its running (claimed) version; both change
   only together with the core, so ``len(book.pending) == len(core)``.
-  Adding, claiming, finishing, cancelling, replacing, closing and releasing
-  what never started are the book's methods. A version's Future changes
-  only through its own methods.
+  Cancelling, replacing a claimed version, closing and releasing what never
+  started are the book's methods; adding a version of an id with nothing
+  pending or running, claiming, and completing a plain callable are done
+  inline on its dicts and the record, the path every version takes
+  (tests/aio/test_aio_book.py pins them to the book's own methods). A
+  version's Future changes only through its own methods.
 - ``len(book.running)`` never exceeds ``max_concurrency``: the pump claims
   only below it, and only while open.
 - Nothing polls: the pump starts every due version, then arms one
@@ -52,7 +55,17 @@ work as it drops its own Tasks, and asyncio reports the host as destroyed
 while pending, as it would a ``create_task`` still waiting.
 """
 
-from ._future import AsyncTaskFuture
-from ._scheduler import AsyncScheduler
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._future import AsyncTaskFuture
+    from ._scheduler import AsyncScheduler
+else:  # each name loads on first use (pysched._lazy)
+    from .._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(globals(), {
+        "AsyncTaskFuture": "._future",
+        "AsyncScheduler": "._scheduler",
+    })
 
 __all__ = ["AsyncScheduler", "AsyncTaskFuture"]

@@ -14,6 +14,7 @@ series.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -28,17 +29,21 @@ from .._close_state import OPEN
 from .._validate import check_capacity, check_hashable, check_time
 from ..calendar import Cron, Event, Every, SeriesHandle
 from ..pool.book import Book, NoWakeups
+from ..pool.clocks import Clocks
 from ._calls import bound_call
-from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture
+from ._future import CANCELLED, CLOSED, REPLACED, AsyncTaskFuture, version_future
 from ._runner import LoopRunner
 from ._version import AioVersion
 from .series import SeriesDriver
 
 __all__ = ["AsyncScheduler"]
 
+LOGGER = logging.getLogger("pysched.aio")
+
 # schedule()'s default, the same object as every (): without arguments fn is
 # stored as it is, and the core checks it.
 _NO_ARGS: tuple[Any, ...] = ()
+_new_record = object.__new__
 
 # How versions ended, besides completed, as stats() tells them: the book's
 # counts. "scheduled" and "completed" are the core's own counts (every
@@ -61,6 +66,18 @@ class AsyncScheduler:
     as ``loop.call_at`` and ``asyncio.create_task`` do: a plain callable is
     called directly on the loop, and whatever awaitable it returns (a
     coroutine function's coroutine, say) is awaited in an asyncio Task.
+
+    Its clocks, ``loop.time()`` and ``wall_clock``, are read through one
+    ``pysched.pool.clocks.Clocks``, which checks each reading: a finite real
+    number, and on ``loop.time()`` never behind the latest one (a reading
+    set back is taken as the latest). A clock that raises or gives anything
+    else is broken, and the scheduler closes, as ``close()`` does, logged
+    once on the "pysched.aio" logger. The call that read it
+    (``schedule_in``, ``schedule_recurring``, a series handle's
+    ``next_fire_times`` or ``resume``) raises the clock's error, or
+    TypeError/ValueError naming ``loop.time()`` or ``wall_clock()``; the
+    loop's own callbacks (the pump, a series' wake-up, a run starting or
+    ending) go on with the latest good reading.
 
     The scheduler binds to the loop it is first used on. ``async with`` closes
     it on exit (see ``pysched.aio`` for the close states and for what happens
@@ -87,6 +104,10 @@ class AsyncScheduler:
                 raise ValueError(f"max_concurrency must be >= 1 or None, got {max_concurrency}")
         self._max_concurrency = max_concurrency
         self._cancel_running_on_close = bool(cancel_running_on_close)
+        # Every reading of the wall clock and of loop.time() goes through these.
+        self._clocks = clocks = Clocks(wall_clock)
+        clocks.when_broken(self._clock_broken)
+        self._clock_failed = False  # logged once
         # The versions, the state and the counts, in the pool's book: nothing to
         # wake (the pump looks for itself), no bound, no aging, no lateness kept.
         # Its core is made on binding, with the loop's clock.
@@ -94,11 +115,11 @@ class AsyncScheduler:
                                             NoWakeups())
         self._runner = runner = LoopRunner(self._book, max_concurrency,
                                            _core_factory or _impl.Scheduler,
-                                           partial(self.close, cancel_running=True))
+                                           partial(self.close, cancel_running=True), clocks)
         # The running versions waiting in aclose() (see there).
         self._closers: set[AioVersion] = set()
         # The driver's type names asyncio.Future; AsyncTaskFuture keeps its protocol.
-        self._series = SeriesDriver(wall_clock, cast(Any, self.schedule), runner.on_loop_shutdown,
+        self._series = SeriesDriver(clocks, cast(Any, self.schedule), runner.on_loop_shutdown,
                                     runner.replace_one_shot, runner.check_caller)
 
     # -- public API -------------------------------------------------------
@@ -137,18 +158,30 @@ class AsyncScheduler:
             book.check_open("schedule")
         call = fn if args is _NO_ARGS and kwargs is None else bound_call(fn, args, kwargs)
         version = book.core.schedule(task_id, run_at, priority, call)  # checks the rest
-        if self._series.holds(task_id):  # a task id is one thing: this replaces its series
-            self._series.end(task_id, REPLACED)
-        fut = AsyncTaskFuture.of_version(loop, runner, task_id, version)
+        series = self._series
+        if series.entries and series.holds(task_id):  # one id, one thing: this replaces it
+            series.end(task_id, REPLACED)
+        fut = version_future(loop, runner, task_id, version)
+        run = _new_record(AioVersion)  # without __init__: a call per version fewer
+        run.future = fut
         # A context without variables is not kept: the version gets a fresh empty
         # one when it starts, the same to it, and nothing more for the
         # collector to walk while it is pending.
-        run = AioVersion(fut, copy_context() or None)
-        ended: list[AioVersion] = []
-        book.adopt(task_id, run, ended)  # ends the version it replaced, if any
-        if ended:
-            runner.end_unstarted(ended)
-        runner.version_added()
+        run.context = copy_context() or None
+        run.aio = None
+        # Book.adopt()'s path for an id with nothing pending or running, inline
+        # (tests/aio/test_aio_book.py pins the two; see _pump for why); else the
+        # book's own, which ends the version this one replaces.
+        old = book.pending.setdefault(task_id, run)
+        running = book.running
+        if old is run and (not running or task_id not in running):
+            run.task_id = task_id
+        else:
+            ended = book.adopt(task_id, run)
+            if ended:
+                runner.end_unstarted(ended)
+        if runner.host is None or runner.pump_handle is None:
+            runner.version_added()  # a host while there is work, and a pump to come
         return fut
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
@@ -158,8 +191,8 @@ class AsyncScheduler:
         delay = check_time(delay, "delay")
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay!r}")
-        return self.schedule(task_id, self._runner.bind().time() + delay, priority, fn, args,
-                             kwargs)
+        self._runner.bind()
+        return self.schedule(task_id, self._clocks.now() + delay, priority, fn, args, kwargs)
 
     def cancel(self, task_id: Hashable) -> bool:
         """Cancel the version of ``task_id`` that has not started, and the one that runs.
@@ -299,6 +332,14 @@ class AsyncScheduler:
     def __repr__(self) -> str:
         return (f"<AsyncScheduler {self._book.state} max_concurrency={self._max_concurrency}"
                 f" pending={len(self._book.pending)} running={len(self._book.running)}>")
+
+    def _clock_broken(self, error: BaseException) -> None:
+        """A clock failed (``pysched.pool.clocks``): the scheduler's one way with it is to log
+        it, once, and close, as ``close()`` does."""
+        if not self._clock_failed:
+            self._clock_failed = True
+            LOGGER.error("pysched: the clock failed; closing the AsyncScheduler", exc_info=error)
+        self.close()
 
     def _check(self) -> None:
         """Assert the invariants of the package docstring (tests call this)."""

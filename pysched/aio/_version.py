@@ -7,7 +7,8 @@ to stop. Its ``future`` is what the caller holds. The record points at the
 Future, never the other way: a Future kept after its version ended holds
 neither the context's values nor fn and its arguments.
 
-Who writes a record: ``AsyncScheduler.schedule`` makes it; the book
+Who writes a record: ``AsyncScheduler.schedule`` makes it (``future``,
+``context``, ``aio``); the book
 (``pysched.pool.book``) writes ``task_id``, ``task`` and ``cancel_reason``;
 the loop runner (``pysched.aio._runner``) the rest, all on the loop's thread.
 """
@@ -50,14 +51,14 @@ class AioVersion:
     task: Any  # the core's Task (Book.claim sets it)
     coro: Any  # set with ``aio``: the coroutine that tells whether it has begun
 
-    def __init__(self, future: AsyncTaskFuture[Any], context: contextvars.Context | None) -> None:
-        self.future = future
-        # A copy of its caller's context, which the version runs in (None when
-        # that held no variables: it runs in a fresh one); dropped once it starts.
-        self.context = context
-        # The asyncio Task awaiting what its fn returned; None before (and while
-        # it is made, and once it ended).
-        self.aio: Task[Any] | None = None
+    # Set by AsyncScheduler.schedule, which makes it without __init__ (a call per version fewer):
+    future: AsyncTaskFuture[Any]
+    # A copy of its caller's context, which the version runs in (None when that
+    # held no variables: it runs in a fresh one); dropped once it starts.
+    context: contextvars.Context | None
+    # The asyncio Task awaiting what its fn returned; None before (and while it
+    # is made, and once it ended).
+    aio: Task[Any] | None
 
     def has_started(self) -> bool:
         """Whether any code of the claimed version has run (the start rule).

@@ -36,21 +36,12 @@ from inspect import isawaitable, iscoroutine, iscoroutinefunction
 from typing import Any, NamedTuple
 
 from .._errors import SchedulerClosed
-from .._validate import check_callable, check_hashable, check_priority, check_time
-from ..calendar import (
-    Cron,
-    Event,
-    EventHub,
-    Every,
-    Fire,
-    Reading,
-    Series,
-    SeriesBook,
-    read_clocks,
-)
+from .._validate import check_hashable, check_priority
+from ..calendar import Cron, Event, EventHub, Every, Fire, Reading, Series, SeriesBook
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import CANCELLED, CLOSED, REPLACED, SKIPPED
 from ..calendar.handle import SeriesHandle
+from ..pool.clocks import Clocks
 from ._calls import bound_call
 from ._host import Host
 from ._timer import DeadlineTimer
@@ -114,17 +105,14 @@ def _any_caller() -> None:
 class SeriesDriver:
     """The AsyncScheduler's series: one book, one timer, one hub of events."""
 
-    __slots__ = ("hub", "wall_clock", "_submit", "_on_lost", "_replace_task", "_handle_lock",
-                 "_loop", "_book", "_entries", "_timer", "_host", "_closed")
+    __slots__ = ("hub", "_clocks", "_submit", "_on_lost", "_replace_task", "_handle_lock",
+                 "_loop", "_book", "entries", "_timer", "_host", "_closed")
 
-    def __init__(self, wall_clock: Callable[[], float], submit: Submit,
-                 on_lost: Callable[[], None],
+    def __init__(self, clocks: Clocks, submit: Submit, on_lost: Callable[[], None],
                  replace_task: Callable[[Hashable], None] = lambda task_id: None,
                  check_caller: Callable[[], None] = _any_caller) -> None:
-        check_callable(wall_clock, "wall_clock")
-        check_time(wall_clock(), "wall_clock()")
         self.hub = EventHub()  # listeners may be added before the loop runs
-        self.wall_clock = wall_clock
+        self._clocks = clocks  # the scheduler's, bound to the loop before any series
         self._submit = submit
         self._on_lost = on_lost  # the loop is shutting down: the scheduler closes
         # ends the one-shot version of a task id that has not started: a series replaces it
@@ -133,16 +121,18 @@ class SeriesDriver:
         self._handle_lock = _LoopThreadOnly(check_caller)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._book: SeriesBook | None = None  # made on the first series, on its loop
-        self._entries: dict[Hashable, _Entry] = {}
+        # What each series of the book runs; read by the scheduler (empty: no series).
+        self.entries: dict[Hashable, _Entry] = {}
         self._timer: DeadlineTimer | None = None  # made on the loop, with the book
         # While the book holds a series, as while the scheduler has a version: the loop's
         # shutdown cancels it, which closes the scheduler, so no run starts in the teardown.
         self._host: Host | None = None
         self._closed = False
 
-    def read(self) -> Reading:
-        assert self._loop is not None
-        return read_clocks(self.wall_clock, self._loop.time)
+    def read(self, fallback: bool = False) -> Reading:
+        """Both clocks (``Clocks.reading``): ``fallback`` in the loop's callbacks, which
+        have no caller to tell of a broken clock."""
+        return self._clocks.reading(fallback)
 
     # -- the scheduler's calls -------------------------------------------------------------
 
@@ -167,7 +157,7 @@ class SeriesDriver:
                         overlap=overlap, on_error=on_error, max_catch_up=max_catch_up)
         self._replace_task(task_id)  # every argument is checked: the change may begin
         book.add(series, now)
-        self._entries[task_id] = _Entry(call, priority, contextvars.copy_context())
+        self.entries[task_id] = _Entry(call, priority, contextvars.copy_context())
         book.flush()
         self._rearm()
         return SeriesHandle(book, series, read=self.read, lock=self._handle_lock,
@@ -175,7 +165,7 @@ class SeriesDriver:
 
     def holds(self, task_id: Hashable) -> bool:
         """Whether a series of this id is running here."""
-        return task_id in self._entries
+        return task_id in self.entries
 
     def end(self, task_id: Hashable, reason: str = CANCELLED) -> bool:
         """End the series of ``task_id``: "cancelled", or "replaced" by a one-shot version
@@ -183,7 +173,7 @@ class SeriesDriver:
         book = self._book
         if book is None or not book.cancel(task_id, reason):
             return False
-        self._entries.pop(task_id, None)
+        self.entries.pop(task_id, None)
         book.flush()
         self._rearm()
         return True
@@ -197,18 +187,18 @@ class SeriesDriver:
         if book is None:
             return
         events: list[Event] = []
-        for series_id in list(self._entries):
+        for series_id in list(self.entries):
             series = book.get(series_id)
             if series is not None:
                 events += series.cancel(CLOSED)
-        self._entries.clear()
+        self.entries.clear()
         self.hub.emit(events)
 
     def _changed(self, task_id: Hashable, series: Series) -> None:
         """A handle resumed or cancelled ``series``: forget it once it ended, then rearm."""
         assert self._book is not None
         if self._book.get(task_id) is not series:
-            self._entries.pop(task_id, None)
+            self.entries.pop(task_id, None)
         self._rearm()
 
     # -- waking ------------------------------------------------------------------------------
@@ -248,8 +238,8 @@ class SeriesDriver:
         assert book is not None
         # What each run calls is looked up before flush(): a listener may cancel or replace
         # its series, and the run then reports itself skipped rather than run.
-        runs = [_Run(series, fire, self._entries[series.series_id])
-                for series, fire in book.wake(self.read())]
+        runs = [_Run(series, fire, self.entries[series.series_id])
+                for series, fire in book.wake(self.read(fallback=True))]
         book.flush()
         for run in runs:
             self._queue(run, 0.0)
@@ -261,7 +251,7 @@ class SeriesDriver:
         entry = run.entry
         try:
             fut = entry.context.run(self._submit, FireKey(run.series.series_id),
-                                    self._loop.time() + delay, entry.priority,
+                                    self._clocks.now(fallback=True) + delay, entry.priority,
                                     lambda: self._start(run))
         except SchedulerClosed:  # a run closed the scheduler while this one waited
             self.hub.emit([self._not_started(run)])
@@ -301,9 +291,9 @@ class SeriesDriver:
         series = run.series
         book = self._book
         assert book is not None
+        now = self.read(fallback=True)  # a clock failing here closes: stopped, just below
         if series.stopped:
             return False  # ended while this waited for a slot: _version_done reports it
-        now = self.read()
         if series.timeline == "wall" and now.wall < run.fire.fire_time:
             # The wall clock was set back while this waited: wait for the instant again.
             self._queue(run, min(run.fire.fire_time - now.wall, book.recheck))
@@ -341,11 +331,11 @@ class SeriesDriver:
         run.ended = True
         book = self._book
         assert book is not None
-        book.finished(run.series, self.read(), failed)
+        book.finished(run.series, self.read(fallback=True), failed)
         book.flush()
-        if run.series.stopped and self._entries.get(run.series.series_id) is run.entry \
+        if run.series.stopped and self.entries.get(run.series.series_id) is run.entry \
                 and book.get(run.series.series_id) is None:
-            del self._entries[run.series.series_id]  # stopped by its error
+            del self.entries[run.series.series_id]  # stopped by its error
         self._rearm()
 
     def _version_done(self, run: _Run, done: asyncio.Future[Any]) -> None:
@@ -377,6 +367,6 @@ class SeriesDriver:
         else:
             reason = CANCELLED
         fire = run.fire.fire_time
-        now = self.read()
+        now = self.read(fallback=True)
         lateness = (now.wall if series.timeline == "wall" else now.mono) - fire
         return Event(series.series_id, SKIPPED, reason, fire, lateness, 1, fire, series.timeline)

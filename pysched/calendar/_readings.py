@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from .._validate import check_time
 
-__all__ = ["PAIR_ATTEMPTS", "PAIR_TOLERANCE", "ClockWatch", "Jump", "Reading", "read_clocks"]
+__all__ = ["PAIR_ATTEMPTS", "PAIR_TOLERANCE", "ClockWatch", "Jump", "Reading", "pair_readings",
+           "read_clocks"]
 
 # A wall reading is paired with the monotonic clock only when two monotonic reads
 # around it are at most this far apart (seconds), tried at most this many times.
@@ -25,9 +26,19 @@ class Reading:
 
 
 def read_clocks(wall_clock: Callable[[], float], clock: Callable[[], float]) -> Reading:
+    """Both clocks as one ``Reading`` (see ``pair_readings``), each reading checked here.
+
+    A clock that raises, or gives no finite number, raises here, naming it.
+    """
+    return pair_readings(lambda: check_time(wall_clock(), "wall_clock()"),
+                         lambda: check_time(clock(), "clock()"))
+
+
+def pair_readings(wall: Callable[[], float], mono: Callable[[], float]) -> Reading:
     """Both clocks as one ``Reading``: the wall clock read between two monotonic reads.
 
-    A thread paused between two plain reads would pair the wall time with a
+    ``wall`` and ``mono`` give checked readings (finite floats). A thread
+    paused between two plain reads would pair the wall time with a
     monotonic time taken after the pause: converted through it, every wall
     instant (a calendar fire time, an ``Every``'s start) would land late by
     the pause. So the wall read is bracketed, and retried while the
@@ -35,18 +46,17 @@ def read_clocks(wall_clock: Callable[[], float], clock: Callable[[], float]) -> 
     (then the narrowest bracket is kept). The wall time is paired with the
     bracket's second monotonic read, which is never before the wall read:
     wall instants converted to the monotonic clock may come late by the
-    bracket's width, never early. A clock that raises, or gives no finite
-    number, raises here, naming it.
+    bracket's width, never early.
     """
     best: Reading | None = None
     best_width = math.inf
     for _ in range(PAIR_ATTEMPTS):
-        before = check_time(clock(), "clock()")
-        wall = check_time(wall_clock(), "wall_clock()")
-        after = check_time(clock(), "clock()")
+        before = mono()
+        wall_time = wall()
+        after = mono()
         width = after - before
         if width < best_width:
-            best, best_width = Reading(wall, after), width
+            best, best_width = Reading(wall_time, after), width
         if width <= PAIR_TOLERANCE:
             break
     assert best is not None  # the first attempt's width is finite: it is taken

@@ -155,11 +155,11 @@ class SeriesHandle:
         estimated from the monotonic clock's reading now.
         """
         n = check_capacity(n, "n")
+        now = self._read()  # outside the lock: a scheduler's clocks may close it if they fail
         with self._lock:
             if not self._current():
                 return []
             fires = self._series.next_fire_times(n)
-            now = self._read()
         return fire_datetimes(self._series, fires, now)
 
     def pause(self) -> None:
@@ -175,9 +175,10 @@ class SeriesHandle:
         """Resume; the fire times that came due while paused are skipped, with events."""
         if not self._write("active"):
             return
+        now = self._read()  # outside the lock, as in next_fire_times
         with self._lock:
             if self._current() and self._series.paused:
-                self._owner.resume(self.series_id, self._read())
+                self._owner.resume(self.series_id, now)
         self._owner.flush()
         self._notify()
 

@@ -164,25 +164,30 @@ class Mirror:
         With ``full_epoch`` the rows are every pending row as read after that
         epoch: entries put before it that the read did not return go.
         """
-        bad, settle = [], []
+        bad: list[tuple[Row, str]] = []
         pending = set()
         running_here = self._inflight.running_versions()
         served = self._routing.served()
+        good = []
         for row in rows:
             try:
                 check_fields(row.version, row.run_at, row.priority)
             except BadRow as exc:
                 bad.append((row, str(exc)))
                 continue
+            good.append(row)
             if row.state == PENDING and not row.blocked and served(row.ref, row.queue):
                 pending.add(row.task_id)
                 if (row.task_id, row.version) not in running_here:
                     self._put(row.task_id, row.version, row.run_at, row.priority)
             else:
                 self._drop(row.task_id, row.version)
-            # A final state settles this version's Future too (unless it runs here).
-            upto = row.version + 1 if row.state in FINAL_STATES else row.version
-            settle += [(f, row) for f in self._inflight.supersede(row.task_id, upto)]
+        # A final state settles this version's Future too (unless it runs here).
+        taken = self._inflight.supersede_all(
+            [(row.task_id, row.version + 1 if row.state in FINAL_STATES else row.version)
+             for row in good])
+        settle = [(future, row) for row, futures in zip(good, taken, strict=True)
+                  for future in futures]
         if full_epoch is not None:
             for task_id, entry in list(self.entries.items()):
                 if entry.epoch <= full_epoch and task_id not in pending:

@@ -9,7 +9,7 @@ takes and puts back, so no lock is needed.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, NamedTuple
+from typing import Any
 
 from ._futures import DurableFuture
 from .store import Outcome
@@ -17,12 +17,9 @@ from .store import Outcome
 __all__ = ["OutcomeQueue", "Queued"]
 
 
-class Queued(NamedTuple):
-    """An outcome to store, and the Future and value (or exception) it settles then."""
-
-    outcome: Outcome
-    future: DurableFuture | None
-    value: Any
+# An outcome to store, and the Future and value (or exception) it settles then: a plain
+# tuple, one per run, which is cheaper to make than a named one.
+Queued = tuple[Outcome, "DurableFuture | None", Any]
 
 
 class OutcomeQueue:
@@ -36,7 +33,7 @@ class OutcomeQueue:
 
     def put(self, outcome: Outcome, future: DurableFuture | None = None,
             value: Any = None) -> None:
-        self._items.append(Queued(outcome, future, value))
+        self._items.append((outcome, future, value))
 
     def put_back(self, batch: list[Queued]) -> None:
         """Return a batch the store could not take, first in line to be tried again

@@ -46,7 +46,7 @@ class Outcomes:
             return
         batch = self._queue.take()
         try:
-            recorded = self._store.finish([q.outcome for q in batch])
+            recorded = self._store.finish([outcome for outcome, _, _ in batch])
         except Exception:
             delay = self._backoff.failed()
             log.exception("storing %d outcomes failed; retrying in %.2f s", len(batch), delay)

@@ -264,24 +264,28 @@ class SQLiteTaskSQL(TaskSQL):
         self.bump_seq = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'seq'")
         self.bump_changes = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'changes'")
         self.read_changes = sql(f"SELECT value FROM {meta} WHERE key = 'changes'")
+        # The statements run once per row take their parameters by position (?N, in the
+        # order the comment gives): sqlite3 then binds a tuple instead of looking each
+        # name up in a dict, a few microseconds per row.
         # One row at a time: SQLite has no arrays, and a batch naming an id twice must
-        # give each item its own version.
-        self.schedule = sql(
+        # give each item its own version. (id, run_at, priority, ref, args, seq, fmt,
+        # queue)
+        self.schedule = (
             f"INSERT INTO {self.t} AS t (task_id, version, state, run_at, priority, ref, args,"
-            " attempts, seq, fmt, queue) VALUES (:id, 1, 'pending', :run_at, :priority, :ref,"
-            f" :args, 0, :seq, :fmt, :queue){self._upsert} RETURNING version")
+            " attempts, seq, fmt, queue) VALUES (?1, 1, 'pending', ?2, ?3, ?4, ?5, 0, ?6, ?7,"
+            f" ?8){self._upsert} RETURNING version")
         # An outcome where its claim still holds the row; a hand-back unrun (pending, no
         # retry_at) keeps the error of an earlier try and gives its attempt back.
-        self.record = sql(
-            f"UPDATE {self.t} SET state = :state,"
-            " error = CASE WHEN :unrun THEN error ELSE :error END,"
-            " attempts = attempts - CASE WHEN :unrun THEN 1 ELSE 0 END,"
-            " run_at = coalesce(:retry_at, run_at), updated_at = NOW, lease_owner = NULL,"
-            " lease_token = NULL, lease_expires = NULL WHERE task_id = :id"
-            " AND lease_token = :token AND version = :version AND state = 'running'")
-        self.release_token = sql(f"UPDATE {self.t} SET lease_owner = NULL, lease_token = NULL,"
-                                 " lease_expires = NULL WHERE task_id = :id"
-                                 " AND lease_token = :token")
+        # (state, unrun, error, retry_at, now, id, token, version)
+        self.record = (
+            f"UPDATE {self.t} SET state = ?1, error = CASE WHEN ?2 THEN error ELSE ?3 END,"
+            " attempts = attempts - CASE WHEN ?2 THEN 1 ELSE 0 END,"
+            " run_at = coalesce(?4, run_at), updated_at = ?5, lease_owner = NULL,"
+            " lease_token = NULL, lease_expires = NULL WHERE task_id = ?6"
+            " AND lease_token = ?7 AND version = ?8 AND state = 'running'")
+        # (id, token)
+        self.release_token = (f"UPDATE {self.t} SET lease_owner = NULL, lease_token = NULL,"
+                              " lease_expires = NULL WHERE task_id = ?1 AND lease_token = ?2")
         # A claimed row whose id is no text: ended in error by its rowid (no id names it).
         self.refuse_unkeyed = sql(
             f"UPDATE {self.t} SET state = 'error', error = :error, updated_at = NOW,"

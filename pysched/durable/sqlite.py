@@ -116,10 +116,9 @@ class SQLiteStore(SQLStore):
             seq = int(seq)
             for task in tasks:
                 seq += 1
-                (version,) = db.execute(sql.schedule, {
-                    "id": task.task_id, "run_at": task.run_at, "priority": task.priority,
-                    "ref": task.ref, "args": task.args, "seq": seq, "fmt": ROW_FORMAT,
-                    "queue": task.queue}).fetchone()
+                (version,) = db.execute(sql.schedule, (
+                    task.task_id, task.run_at, task.priority, task.ref, task.args, seq,
+                    ROW_FORMAT, task.queue)).fetchone()
                 versions.append(version)
             db.execute(sql.write_seq, {"seq": seq})
             self._announce(db, [task.task_id for task in tasks])
@@ -160,15 +159,16 @@ class SQLiteStore(SQLStore):
         sql = self.sql
         results = []
         with self._transaction() as db:
+            now = self._clock()  # one transaction, one instant
             for o in outcomes:
-                key = {"id": o.task_id, "token": o.token}
-                recorded = db.execute(sql.record, {
-                    **key, "state": o.state, "error": o.error, "retry_at": o.retry_at,
-                    "unrun": o.state == "pending" and o.retry_at is None,
-                    "version": o.version, "now": self._clock()}).rowcount == 1
+                unrun = o.state == "pending" and o.retry_at is None
+                recorded = db.execute(sql.record, (
+                    o.state, unrun, o.error, o.retry_at, now, o.task_id, o.token,
+                    o.version)).rowcount == 1
                 if recorded and o.state == "pending":
                     self._announce(db, [o.task_id])  # claimable again: others must look
-                if not recorded and db.execute(sql.release_token, key).rowcount:
+                if not recorded and db.execute(sql.release_token,
+                                               (o.task_id, o.token)).rowcount:
                     self._announce(db, [o.task_id])  # a newer version may wait for this lease
                 results.append(recorded)
         return results

@@ -16,6 +16,9 @@ whose Futures the caller cancels once it has released its lock.
 
 This module holds what both schedulers share; ``pysched.pool.pool_book``
 adds what only the thread pool does (timeouts, series, aging, lateness).
+AsyncScheduler's hot paths do what ``adopt()``, ``claim()`` and
+``complete()`` do inline for the common case (tests/aio/test_aio_book.py
+pins the two).
 
 Invariants (under the owner's lock):
 
@@ -117,9 +120,13 @@ class Book(Generic[V]):
         if self.state is not OPEN:
             raise self.refusal(f"cannot {what}: the scheduler is {self.state}")
 
-    def adopt(self, task_id: Hashable, run: V, ended: list[V]) -> None:
+    def adopt(self, task_id: Hashable, run: V) -> list[V] | None:
         """The core has just made ``run`` the pending version of ``task_id``: book it, and
-        end the version the core replaced, or the claimed one unless it started."""
+        end the version the core replaced, or the claimed one unless it started.
+
+        Returns what it ended (for the caller's ``ended``), None when nothing:
+        the path of nearly every version, which makes no list.
+        """
         pending = self.pending
         old = pending.setdefault(task_id, run)  # one lookup when nothing is replaced
         if old is not run:  # the core replaced it
@@ -128,14 +135,18 @@ class Book(Generic[V]):
             # their key: the newest record holds it, so that it is never dropped
             # under the lock (its finaliser may call back in).
             run.task_id = old.task_id
+            ended: list[V] = []
             self.replaced(old, ended)
-            return
+            return ended
         run.task_id = task_id
         if self.running:
             claimed = self.running.get(task_id)
             if claimed is not None:  # a claimed version of the id: end it unless it started
                 run.task_id = claimed.task_id
+                ended = []
                 self.end_claimed(claimed, REPLACED, ended)
+                return ended
+        return None
 
     # -- claiming and finishing --------------------------------------------------------
 

@@ -10,12 +10,12 @@ series starts (never before its wall-clock instant). Then the book asks
 
 Lock order: the pool's lock, then the calendar lock (``next_run`` is called
 under the pool's lock); the calendar lock is never held while taking the
-pool's. Events are delivered outside both. The clocks are user code, so
-``next_run`` never reads them: it carries the wake-up's last reading forward
-to the pool's ``end``. A clock that fails (raises, or gives no finite number)
-fails the wake-up that read it, like an exception of the function: the
-series goes on or stops by ``on_error``, and a failed wake-up looks again
-``RETRY`` seconds later.
+pool's. Events are delivered outside both. The clocks are user code, read
+through the pool's ``Clocks`` outside both locks (a broken clock closes the
+pool, which takes the pool's lock), so ``next_run`` never reads them: it
+carries the wake-up's last reading forward to the pool's ``end``. A wake-up
+on a worker never fails for its clocks: a failing reading closes the pool
+and the wake-up goes on with the latest good one.
 """
 
 from __future__ import annotations
@@ -26,19 +26,12 @@ from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from ..calendar import (
-    ClockWatch,
-    Event,
-    EventHub,
-    Reading,
-    Series,
-    clock_jump_event,
-    read_clocks,
-)
+from ..calendar import ClockWatch, Event, EventHub, Reading, Series, clock_jump_event
 from ..calendar.current import CURRENT_FIRE
 from ..calendar.events import COALESCED, ERROR, SKIPPED
 from ..calendar.handle import SeriesHandle
 from .book import REPLACED
+from .clocks import Clocks
 from .future import TaskFuture
 from .recurring import CONTINUE, STOP, Recurrence
 from .token import CANCELLED, CLOSED
@@ -47,25 +40,22 @@ __all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "pool_series_hand
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
 PAUSED_POLL = 1.0
-# How soon a wake-up whose clocks failed looks again (seconds of the pool's clock).
-RETRY = 1.0
 
 
 class PoolCalendar:
-    """The pool's share of the calendar: both clocks, one watch, one hub, one lock."""
+    """The pool's share of the calendar: its clocks, one watch, one hub, one lock."""
 
-    __slots__ = ("wall_clock", "clock", "hub", "lock", "_watch")
+    __slots__ = ("clocks", "hub", "lock", "_watch")
 
-    def __init__(self, wall_clock: Callable[[], float], clock: Callable[[], float]) -> None:
-        self.wall_clock = wall_clock
-        self.clock = clock
+    def __init__(self, clocks: Clocks) -> None:
+        self.clocks = clocks
         self.hub = EventHub()
         self.lock = threading.Lock()
-        self._watch = ClockWatch(self.read())
+        self._watch = ClockWatch(clocks.reading())
 
-    def read(self) -> Reading:
-        """Both clocks; the error of a clock that raises or gives no finite number."""
-        return read_clocks(self.wall_clock, self.clock)
+    def read(self, fallback: bool = False) -> Reading:
+        """Both clocks (``Clocks.reading``): outside the calendar lock, always."""
+        return self.clocks.reading(fallback)
 
     def observe(self, now: Reading, events: list[Event]) -> Any:
         """The jump since the last look, if any (its event added to ``events``); under lock."""
@@ -83,14 +73,14 @@ class CalendarRecurrence(Recurrence):
 
     def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
                  fn: Callable[..., Any], args: tuple[Any, ...],
-                 kwargs: Mapping[str, Any]) -> None:
+                 kwargs: Mapping[str, Any], now: Reading) -> None:
         super().__init__(CONTINUE if series.on_error == "continue" else STOP, priority)
         self.series = series
         self.calendar = calendar
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
-        self.last: Reading | None = None  # the latest reading; None: the last read failed
+        self.last = now  # the latest reading: the series was made at ``now``
         # fire times skipped and coalesced since next_run last handed them to the book
         self._skipped = 0
         self._coalesced = 0
@@ -121,10 +111,8 @@ class CalendarRecurrence(Recurrence):
 
     def first_wake(self) -> float:
         """The pool-clock time of the first wake-up."""
-        calendar = self.calendar
-        with calendar.lock:
-            self.last = now = calendar.read()
-            return self._wake(now)
+        with self.calendar.lock:
+            return self._wake(self.last)
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
@@ -132,8 +120,6 @@ class CalendarRecurrence(Recurrence):
             counted = self._skipped, self._coalesced
             self._skipped = self._coalesced = 0
             last = self.last
-            if last is None:
-                return end + RETRY, *counted
             return self._wake(Reading(last.wall + (end - last.mono), end)), *counted
 
     def _wake(self, now: Reading) -> float:
@@ -149,9 +135,9 @@ class CalendarRecurrence(Recurrence):
         series = self.series
         events: list[Event] = []
         self.fired = False
+        now = calendar.read(fallback=True)
         with calendar.lock:
-            self.last = None
-            self.last = now = calendar.read()
+            self.last = now
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
             events += self.tally(decision.events)
@@ -172,22 +158,16 @@ class CalendarRecurrence(Recurrence):
             failed = False
         finally:
             CURRENT_FIRE.reset(context)
-            self._end_run(now, failed)
+            self._end_run(failed)
 
-    def _end_run(self, start: Reading, failed: bool) -> None:
-        """The run begun at ``start`` ended: the series is free again, whatever the clocks do."""
+    def _end_run(self, failed: bool) -> None:
+        """The run ended: the series is free again."""
         calendar = self.calendar
-        error = None
+        end = calendar.read(fallback=True)
         with calendar.lock:
-            try:
-                end = calendar.read()
-            except Exception as exc:
-                end, error = start, exc
-            events = self.tally(self.series.finished(end, failed or error is not None))
-            self.last = end  # the start's reading when the end's failed: still a good one
+            events = self.tally(self.series.finished(end, failed))
+            self.last = end
         calendar.hub.emit(events)
-        if error is not None:
-            raise error
 
 
 class PoolSeries:

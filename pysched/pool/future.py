@@ -21,9 +21,10 @@ that same lock. The other attribute names are those of CPython's Future
 the same from 3.2 to 3.14, so every inherited method and the module
 functions work on it; a test pins those names.
 
-Invariants: every state change happens under ``_lock`` (the Condition, once
-made, is built on it), exactly as in a stock Future, and only in this
-class's methods. The pool moves it with the methods an Executor uses
+Invariants: every state change happens in this class's methods, under
+``_lock`` (the Condition, once made, is built on it), exactly as in a stock
+Future; but for PENDING -> RUNNING, which its pool makes under the pool's
+own lock (see ``set_running_or_notify_cancel``). The pool moves it with the methods an Executor uses
 (``set_running_or_notify_cancel``, ``set_result``, ``set_exception``) and
 ``notify_cancelled`` for a version ended before it ran. A TaskFuture is
 resolved exactly once, by the one party that took its version out of the
@@ -93,14 +94,18 @@ class TaskFuture(Future, VersionFields):  # type: ignore[type-arg]
     _waiter_list: list[Any] | None = None  # concurrent.futures.wait() waiters
     _callback_list: list[Callable[[Future[Any]], Any]] | None = None
 
+    _task_id: Hashable = SELF  # submit()'s: the Future is its own task id, at version 1
+    _version = 1
+
     def __init__(self, owner: FutureOwner, task_id: Hashable = SELF, version: int = 1) -> None:
         """The Future of ``version`` of ``task_id`` (SELF: the Future is its own id), made by
         the pool ``owner`` once its core accepted the version."""
         # Future.__init__ is not called: see the module docstring.
         self._lock = self._condition = _RLock()  # type: ignore[assignment]
         self._owner = owner
-        self._task_id = task_id
-        self._version = version
+        if task_id is not SELF:
+            self._task_id = task_id
+            self._version = version
 
     # -- Future's fields, made on first use ----------------------------------------
 
@@ -168,12 +173,12 @@ class TaskFuture(Future, VersionFields):  # type: ignore[type-arg]
 
     def set_result(self, result: Any) -> None:
         """As ``Future.set_result``: for Futures made by hand (the pool resolves its own)."""
-        if not self._set_outcome(result, None):
+        if not self.settle(result, None):
             raise InvalidStateError(f"{self._state}: {self!r}")
 
     def set_exception(self, exception: BaseException | None) -> None:
         """As ``Future.set_exception``: for Futures made by hand."""
-        if not self._set_outcome(None, exception):
+        if not self.settle(None, exception):
             raise InvalidStateError(f"{self._state}: {self!r}")
 
     def cancel(self) -> bool:
@@ -192,11 +197,17 @@ class TaskFuture(Future, VersionFields):  # type: ignore[type-arg]
 
     def set_running_or_notify_cancel(self) -> bool:
         """As ``Future``'s: the version starts (True), unless the Future was cancelled, which
-        is then notified to waiters (False)."""
+        is then notified to waiters (False).
+
+        PENDING -> RUNNING takes no lock of the Future's: the pool calls this
+        under its own lock, which every other change of its pending Future
+        waits for (``cancel()`` asks the pool first), and nobody is told of
+        RUNNING. That lock measured 2,000 of 47,000 instructions of a task.
+        """
+        if self._state == PENDING:
+            self._state = RUNNING
+            return True
         with self._lock:
-            if self._state == PENDING:
-                self._state = RUNNING
-                return True
             if self._state != CANCELLED:
                 raise RuntimeError(f"Future in unexpected state: {self._state}")
             self._notify_cancelled_locked()
@@ -219,10 +230,9 @@ class TaskFuture(Future, VersionFields):  # type: ignore[type-arg]
         """For the pool: whether resolving it runs done callbacks (user code that may be slow)."""
         return bool(self._callback_list)
 
-    # -- its own transitions -------------------------------------------------------------
-
-    def _set_outcome(self, result: Any, exception: BaseException | None) -> bool:
-        """``set_result()``/``set_exception()``; False if it was done already."""
+    def settle(self, result: Any, exception: BaseException | None) -> bool:
+        """For the pool: ``set_exception(exception)`` if it is not None, else
+        ``set_result(result)``, in one call; False (and nothing changed) if it was done."""
         with self._lock:
             if self._state in _DONE:
                 return False
@@ -239,6 +249,8 @@ class TaskFuture(Future, VersionFields):  # type: ignore[type-arg]
         if self._callback_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
         return True
+
+    # -- its own transitions -------------------------------------------------------------
 
     def _notify_cancelled_locked(self) -> None:
         """Under ``_lock``: -> CANCELLED_AND_NOTIFIED, and every waiter told."""

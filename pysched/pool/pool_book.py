@@ -41,7 +41,7 @@ from collections.abc import Callable, Hashable, Mapping
 from functools import partial
 from typing import Any, Protocol
 
-from .._close_state import DRAINING
+from .._close_state import DRAINING, OPEN
 from .._validate import check_callable, check_hashable, check_priority, check_time
 from .aging import aged_key
 from .backpressure import PendingBound, SchedulerFull
@@ -142,7 +142,8 @@ class PoolBook(Book[PoolVersion]):
         if self.aging is not None or self.bound is not None:
             self.add(fut, now, 0, run, now, [])  # a fresh id ends nothing
             return
-        self.check_open("submit")
+        if self.state is not OPEN:
+            self.check_open("submit")
         self.core.schedule(fut, now, 0, run.fn)  # version 1: a fresh id's first
         run.task_id = fut
         run.run_at = now
@@ -156,7 +157,8 @@ class PoolBook(Book[PoolVersion]):
 
         Its Future is made here, once the core accepted it (``run.future``).
         """
-        self.check_open(f"schedule {task_id!r}")
+        if self.state is not OPEN:  # else no message to make
+            self.check_open(f"schedule {task_id!r}")
         self._add(task_id, run_at, priority, run, now, ended)
 
     def _add(self, task_id: Hashable, run_at: float, priority: int, run: PoolVersion,
@@ -204,7 +206,9 @@ class PoolBook(Book[PoolVersion]):
             run.future = TaskFuture(run.pool, task_id, version)
         run.run_at = run_at
         self.counts.scheduled += 1
-        self.adopt(task_id, run, ended)
+        ended_now = self.adopt(task_id, run)
+        if ended_now:
+            ended += ended_now
         self.wakeups.pending_added(run_at, now)
 
     # -- starting, timing, finishing ---------------------------------------------------

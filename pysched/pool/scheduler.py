@@ -32,7 +32,7 @@ from .._validate import (
 from ..calendar import Cron, Event, Every, Series, SeriesHandle
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
 from .calendar_series import CalendarRecurrence, PoolCalendar, pool_series_handle
-from .clocks import checked_clock, checked_reading, waiter_for
+from .clocks import Clocks, waiter_for
 from .future import TaskFuture
 from .pool_book import PoolBook, PoolVersion
 from .recurring import (
@@ -80,6 +80,17 @@ class ThreadPoolScheduler(Executor):
     ``pysched.testing.FakeClock`` drive the scheduler). A running task reaches
     its cancel token with ``pysched.current_token()``.
 
+    Both clocks are read through one ``pysched.pool.clocks.Clocks``, which
+    checks each reading: a finite real number, and on ``clock`` never behind
+    the latest one (a reading set back is taken as the latest: time stands
+    still until the clock catches up). A clock that raises or gives anything
+    else is broken, and the scheduler closes, as ``close(cancel_running=False)``
+    does, logged once on the "pysched" logger: running tasks finish, pending
+    versions and series are cancelled (reason "closed"). The call that read
+    it (``schedule``, ``submit``, a token's ``wait``...) raises the clock's
+    error, or TypeError/ValueError naming ``clock()`` or ``wall_clock()``; a
+    pool thread goes on with the latest good reading while the pool closes.
+
     Options: ``max_pending`` and ``overflow`` ("reject" or "evict_lowest")
     bound pending versions (``pysched.pool.backpressure``); ``aging`` (seconds of
     waiting worth one priority level) turns on aging (``pysched.pool.aging``);
@@ -121,20 +132,20 @@ class ThreadPoolScheduler(Executor):
             _queue_factory = getattr(_impl, "StableBoundedPriorityQueue", None)
         bound = None if max_pending is None else PendingBound(max_pending, overflow,
                                                               _queue_factory)
-        clock = checked_clock(clock)
-        epoch = check_time(clock(), "clock()")
-        check_callable(wall_clock, "wall_clock")
-        check_time(wall_clock(), "wall_clock()")
+        self._clocks = clocks = Clocks(wall_clock)  # every reading of both clocks goes here
+        clocks.bind(clock)
+        epoch = clocks.latest
+        # The core never reads its clock here: the pool gives it every time it uses.
         core = (_core_factory or _impl.Scheduler)(clock=clock)
         self._max_workers = max_workers
         self._clock = clock
         self._core = core
-        self._calendar = PoolCalendar(wall_clock, clock)
+        self._calendar = PoolCalendar(clocks)
 
         def book(wakeups: PoolThreads) -> PoolBook:
             return PoolBook(core, max_workers, epoch, bound, aging, lateness_samples, wakeups)
 
-        self._pool = pool = PoolThreads(book, clock, waiter_for(clock), thread_name_prefix)
+        self._pool = pool = PoolThreads(book, clocks, waiter_for(clock), thread_name_prefix)
         self._book = pool.book
         self._lock = pool.lock
         self._threads = pool.threads
@@ -172,7 +183,7 @@ class ThreadPoolScheduler(Executor):
         """
         # task_id, run_at, priority and fn are checked by the core, before any change
         run = self._new_version(fn, args, kwargs, timeout)
-        return self._pool.add(task_id, run_at, priority, run, checked_reading(self._clock))
+        return self._pool.add(task_id, run_at, priority, run, self._clocks.now())
 
     def schedule_in(self, task_id: Hashable, delay: float, priority: int, fn: Callable[..., Any],
                     args: Iterable[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
@@ -181,7 +192,7 @@ class ThreadPoolScheduler(Executor):
         check_hashable(task_id, "task_id")
         delay = _check_seconds(delay, "delay", allow_zero=True)
         run = self._new_version(fn, args, kwargs, timeout)
-        now = checked_reading(self._clock)
+        now = self._clocks.now()
         return self._pool.add(task_id, _from_now(now, delay, "delay"), priority, run, now)
 
     def schedule_every(self, task_id: Hashable, interval: float, priority: int,
@@ -213,7 +224,7 @@ class ThreadPoolScheduler(Executor):
         if start_at is not None:
             start_at = check_time(start_at, "start_at")
         else:  # the first run is due one interval from now
-            _from_now(checked_reading(self._clock), interval, "interval")
+            _from_now(self._clocks.now(), interval, "interval")
         trigger = Every(interval, start_at=start_at, fixed_delay=mode == FIXED_DELAY)
         series = self.schedule_recurring(task_id, trigger, priority, fn, args, kwargs,
                                          misfire_grace=None, overlap=overlap,
@@ -247,14 +258,14 @@ class ThreadPoolScheduler(Executor):
             raise TypeError(f"trigger must be a Cron or an Every, not {type(trigger).__name__}")
         check_callable(fn, "fn")
         calendar = self._calendar
-        series = Series(task_id, trigger, calendar.read(), misfire_grace=misfire_grace,
+        now = calendar.read()
+        series = Series(task_id, trigger, now, misfire_grace=misfire_grace,
                         catch_up=catch_up, max_catch_up=max_catch_up, overlap=overlap,
                         on_error=on_error)
         call = self._new_version(fn, args, kwargs, timeout)
-        record = CalendarRecurrence(series, priority, calendar, fn, call.args, call.kwargs)
+        record = CalendarRecurrence(series, priority, calendar, fn, call.args, call.kwargs, now)
         run = PoolVersion(self._pool, record.run, timeout=call.timeout, series=record)
-        fut = self._pool.add(task_id, record.first_wake(), priority, run,
-                             checked_reading(self._clock))
+        fut = self._pool.add(task_id, record.first_wake(), priority, run, now.mono)
         fut.add_done_callback(record.ended)  # cancelled, replaced, closed, or failed
         return pool_series_handle(task_id, fut, record)
 
@@ -275,7 +286,7 @@ class ThreadPoolScheduler(Executor):
         pool = self._pool
         fut = TaskFuture(pool)  # its own task id, version 1
         run = PoolVersion(pool, fn, args, kwargs)
-        pool.submit(fut, run, checked_reading(self._clock))
+        pool.submit(fut, run, self._clocks.now())
         return fut
 
     def cancel(self, task_id: Hashable) -> bool:

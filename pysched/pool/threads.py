@@ -29,10 +29,12 @@ lock, so the order is this lock, then a Future's. User code and where it runs:
   it, or the thread whose call ended it (cancel, a replacing schedule, close),
   or the thread that adds a callback to a done Future;
 - cancel-token callbacks: on the thread whose call set the token (cancel,
-  close), and for timeouts on a short-lived thread of their own, never on the
-  dispatcher, so a slow or raising callback delays no due task or timeout;
-- the clock: on any of these threads, always outside the lock (a stale
-  reading only delays a claim: nothing starts early), except a clock's
+  close), and for timeouts on a short-lived thread of their own, not on the
+  dispatcher, so a slow or raising callback delays no due task or timeout
+  (only when the system cannot start that thread, the dispatcher runs them);
+- the clocks: on any of these threads, always outside the lock (a stale
+  reading only delays a claim: nothing starts early), read through the
+  pool's ``Clocks`` (``pysched.pool.clocks``), except a clock's
   ``wait_until`` hook, which waits on our Condition.
 
 Objects a call drops are held until the lock is released, so their
@@ -44,8 +46,9 @@ and claimed versions than workers (``_spare_worker``), up to max_workers. A
 worker never exits before the pool closes, so that count only grows.
 
 Faults: an exception from a task's function fails its Future. A clock that
-raises or returns a non-number in a pool thread is logged and closes the
-pool. A pool thread that dies of any exception (a done callback raising
+fails closes the pool, logged once (``clock_broken``, the handler the
+pool's ``Clocks`` calls); a pool thread goes on with the latest good reading
+meanwhile. A pool thread that dies of any exception (a done callback raising
 SystemExit, say) is logged and closes the pool, so every Future resolves.
 
 Life: workers hold the book and this object, never the ThreadPoolScheduler,
@@ -70,9 +73,8 @@ from typing import Any
 
 from .._close_state import CLOSED as STATE_CLOSED
 from .._close_state import CLOSING, OPEN
-from .._validate import check_time
 from .book import CANCELLED, CLOSED, TIMEOUT, NoWakeups
-from .clocks import Waiter
+from .clocks import Clocks, Waiter
 from .future import TaskFuture
 from .lock import hot_path_ops, pool_lock
 from .pool_book import PoolBook, PoolVersion, end_futures
@@ -114,7 +116,7 @@ class PoolThreads:
     """The lock, the threads and the loops of one pool (see the module docstring)."""
 
     def __init__(self, book_factory: Callable[[PoolThreads], PoolBook],
-                 clock: Callable[[], float], wait: Waiter, prefix: str) -> None:
+                 clocks: Clocks, wait: Waiter, prefix: str) -> None:
         self.lock = pool_lock()  # see pysched.pool.lock for why it is not a threading.Lock
         # The lock's own methods, for the sections every task goes through.
         self.try_lock, self.wait_lock, self.unlock = hot_path_ops(self.lock)
@@ -122,7 +124,10 @@ class PoolThreads:
         self.dispatch_cv = threading.Condition(self.lock)  # the dispatcher waits here
         self.timer_cv = threading.Condition(self.lock)  # the timing worker waits here
         self.closed_cv = threading.Condition(self.lock)  # close(wait=True) waits here
-        self.clock = clock
+        self.clocks = clocks
+        # Held weakly: no reference cycle through the clocks, as through the book.
+        clocks.when_broken(partial(_clock_broken, weakref.ref(self)))
+        self.clock_failed = False  # logged once
         self.wait = wait
         self.prefix = prefix
         self.book = book = book_factory(self)
@@ -235,8 +240,8 @@ class PoolThreads:
             with self.lock:
                 self._unreserve(thread, worker=True)
                 self.worker_limit = workers = self.workers
-            LOGGER.warning("pysched: cannot start another worker thread (%s); the pool goes on"
-                           " with %d", exc, workers)
+            LOGGER.warning("pysched: cannot start another worker thread (%s); the pool runs on"
+                           " with the %d it has", exc, workers)
 
     def watch_owner(self, owner: Any) -> None:
         """Drain and let the threads exit once ``owner`` is no longer referenced."""
@@ -341,7 +346,7 @@ class PoolThreads:
             return self.book.token_for(run, self._new_token)
 
     def _new_token(self, reason: str | None) -> CancelToken:
-        return scheduler_token(self.lock, self.clock, self.wait, reason)
+        return scheduler_token(self.lock, self.clocks.now, self.wait, reason)
 
     def close(self, cancel_running: bool) -> None:
         """open or draining -> closing; with ``cancel_running`` set the running tokens."""
@@ -365,7 +370,7 @@ class PoolThreads:
         end_futures(ended)
 
     def exit_interpreter(self) -> None:
-        now = self.read_clock(self.book.epoch)
+        now = self.clocks.now(fallback=True)
         with self.lock:
             self.book.refusal = _exit_refusal
         self.drain(due_by=now)
@@ -410,7 +415,7 @@ class PoolThreads:
     def _work_loop(self) -> None:
         lock = self.lock
         try_lock, wait_lock, unlock = self.try_lock, self.wait_lock, self.unlock
-        read_clock = self.read_clock
+        read_clock = self.clocks.now  # read_clock(True): the latest good reading if it fails
         book = self.book
         set_current = current_run.set
         reset_current = current_run.reset
@@ -423,7 +428,7 @@ class PoolThreads:
         ended: list[PoolVersion] = []
         try:
             while True:
-                now = read_clock(start)
+                now = read_clock(True)
                 # Finish the previous version and start the next in one critical section.
                 if not try_lock(False):
                     wait_lock()
@@ -443,7 +448,7 @@ class PoolThreads:
                     unlock()
                 if run is not None:
                     if resolves:
-                        _resolve(run.future, result, failure)  # type: ignore[arg-type]
+                        run.future.settle(result, failure)  # type: ignore[union-attr]
                     run = result = failure = None
                 if ended:
                     end_futures(ended)
@@ -455,7 +460,7 @@ class PoolThreads:
                     if work is None:
                         return
                 run = work
-                start = read_clock(now)
+                start = read_clock(True)
                 if run.timeout is not None:
                     with lock:
                         book.track_timeout(run, start)
@@ -500,8 +505,8 @@ class PoolThreads:
                     failure, resolves = self.book.finish(run, True, start, start, failure,
                                                          ended)
         finally:  # even if the book refuses (what killed the worker may strike again)
-            if resolves and not fut.done():
-                _resolve(fut, result, failure)
+            if resolves:
+                fut.settle(result, failure)
             end_futures(ended)
 
     def _wait_for_work(self, now: float) -> PoolVersion | None:
@@ -539,7 +544,7 @@ class PoolThreads:
                 if ended:
                     end_futures(ended)
                     ended.clear()
-                now = self.read_clock(now)  # notified without a task: look at the core again
+                now = self.clocks.now(fallback=True)  # notified without a task: look again
         finally:
             if ended:
                 end_futures(ended)
@@ -553,9 +558,9 @@ class PoolThreads:
     # -- the dispatcher ----------------------------------------------------------
 
     def _dispatch_loop(self) -> None:
-        now = self.book.epoch
+        clocks = self.clocks
         while True:
-            now = self.read_clock(now)
+            now = clocks.now(fallback=True)
             fired: list[Callable[[], Any]] = []
             with self.lock:
                 book = self.book
@@ -577,9 +582,8 @@ class PoolThreads:
                         self.closed_cv.notify_all()
                     self.wait(self.dispatch_cv, None if deadline == _INF else deadline, now)
                     self.dispatch_at = -_INF
-            if fired:  # user code: never on this thread
-                threading.Thread(target=_run_timeout_callbacks, args=(fired,),
-                                 name=f"{self.prefix}-timeout-callbacks", daemon=True).start()
+            if fired:  # user code: never on this thread, unless no thread can start
+                _start_timeout_callbacks(fired, f"{self.prefix}-timeout-callbacks")
 
     # -- exits -------------------------------------------------------------------
 
@@ -625,7 +629,7 @@ class PoolThreads:
         for each other; the dispatcher outlives the workers, so it is not waited for.
         """
         inside = self.is_pool_thread()
-        now = self.read_clock(self.book.epoch)
+        now = self.clocks.now(fallback=True)  # closing anyway: a broken clock cannot stop it
         deadline = None if timeout is None else now + timeout
         with self.lock:
             self.inside_closers += inside
@@ -640,7 +644,7 @@ class PoolThreads:
                     if deadline is not None and now >= deadline:
                         return False
                     self.wait(self.closed_cv, deadline, now)
-                now = self.read_clock(now)
+                now = self.clocks.now(fallback=True)
         finally:
             with self.lock:
                 self.inside_closers -= inside
@@ -651,34 +655,19 @@ class PoolThreads:
 
     # -- the clock ----------------------------------------------------------------
 
-    def read_clock(self, last: float) -> float:
-        try:
-            now = self.clock()
-            if now.__class__ is float and now - now == 0.0:
-                return now
-        except Exception as exc:
-            return self._bad_reading(exc, last)
-        return self._bad_reading(now, last)
-
-    def _bad_reading(self, reading: Any, last: float) -> float:
-        """A pool thread read garbage or an error from the clock: log it and close."""
-        if not isinstance(reading, BaseException):
-            try:
-                return check_time(reading, "clock()")  # an int, say: fine
-            except (TypeError, ValueError, OverflowError) as exc:
-                reading = exc
-        LOGGER.error("pysched: the clock failed in a pool thread; closing the scheduler",
-                     exc_info=reading)
-        self.close(cancel_running=False)  # pool threads read the clock outside the lock
-        return last
+    def clock_broken(self, error: BaseException) -> None:
+        """A clock failed (``pysched.pool.clocks``): the pool's one way with it is to log it,
+        once, and close, as ``close(cancel_running=False)`` does."""
+        if not self.clock_failed:
+            self.clock_failed = True
+            LOGGER.error("pysched: the clock failed; closing the scheduler", exc_info=error)
+        self.close(cancel_running=False)
 
 
-def _resolve(fut: TaskFuture, result: Any, failure: BaseException | None) -> None:
-    """Resolve a started version's Future with what its fn gave."""
-    if failure is None:
-        fut.set_result(result)
-    else:
-        fut.set_exception(failure)
+def _clock_broken(pool_ref: weakref.ref[PoolThreads], error: BaseException) -> None:
+    pool = pool_ref()
+    if pool is not None:
+        pool.clock_broken(error)
 
 
 def _owner_gone(pool_ref: weakref.ref[PoolThreads], _: Any) -> None:
@@ -692,6 +681,18 @@ def _owner_gone(pool_ref: weakref.ref[PoolThreads], _: Any) -> None:
         pool.drain()
     else:
         threading.Thread(target=pool.drain, name=f"{pool.prefix}-drain", daemon=True).start()
+
+
+def _start_timeout_callbacks(callbacks: list[Callable[[], Any]], name: str) -> None:
+    """Run timeout callbacks on a thread of their own, or here if the system gives none."""
+    thread = threading.Thread(target=_run_timeout_callbacks, args=(callbacks,), name=name,
+                              daemon=True)
+    try:
+        thread.start()
+    except Exception as exc:  # RuntimeError: run them late rather than lose them
+        LOGGER.warning("pysched: cannot start a thread for timeout callbacks (%s); running"
+                       " them on the dispatcher", exc)
+        _run_timeout_callbacks(callbacks)
 
 
 def _run_timeout_callbacks(callbacks: list[Callable[[], Any]]) -> None:

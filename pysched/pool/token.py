@@ -8,8 +8,10 @@ raises is logged (logger "pysched") and the others still run.
 
 A scheduler's tokens share the scheduler's lock and clock, so ``wait`` runs on
 the injected clock (a FakeClock drives it in tests) and the scheduler sets a
-token in the same critical section that records the request. A token made by
-hand, ``CancelToken()``, has a lock of its own and the monotonic clock.
+token in the same critical section that records the request. Its clock is
+read through the scheduler's ``Clocks`` (``pysched.pool.clocks``), which
+checks each reading. A token made by hand, ``CancelToken()``, has a lock of
+its own and the monotonic clock.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from .._validate import check_callable, check_time
-from .clocks import Waiter, checked_reading, waiter_for
+from .clocks import Waiter, waiter_for
 
 LOGGER = logging.getLogger("pysched")
 
@@ -113,7 +115,7 @@ class CancelToken:
         """
         if self._reason is not None:
             return True
-        now = checked_reading(self._clock)
+        now = self._clock()
         deadline = None
         if timeout is not None:
             deadline = now + check_time(timeout, "timeout")
@@ -128,7 +130,7 @@ class CancelToken:
                 self._wait(self._condition, deadline, now)
                 if self._reason is not None:
                     return True
-            now = checked_reading(self._clock)  # outside the lock: the clock is the caller's code
+            now = self._clock()  # outside the lock: the clock is the caller's code
 
     def add_callback(self, fn: Callable[[], Any]) -> None:
         """Call ``fn()`` once when the token is set; at once if it already is."""
@@ -168,8 +170,8 @@ class CancelToken:
 
 def scheduler_token(lock: threading.Lock, clock: Callable[[], float], wait: Waiter,
                     reason: str | None) -> CancelToken:
-    """A token on a scheduler's lock and clock, set already if ``reason``; the caller
-    holds ``lock``."""
+    """A token on a scheduler's lock and clock (a checked reader: ``Clocks.now``), set
+    already if ``reason``; the caller holds ``lock``."""
     token = CancelToken.__new__(CancelToken)
     token._bind(lock, clock, wait, reason)
     return token

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timezone
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,6 +20,7 @@ from pysched.calendar._readings import PAIR_ATTEMPTS, PAIR_TOLERANCE
 from pysched.durable import DurableScheduler
 from pysched.durable.memory import MemoryStore
 from pysched.pool.calendar_series import PoolCalendar
+from pysched.pool.clocks import Clocks
 
 W0 = 1_800_000_000.0
 PAUSE = 5.0
@@ -93,7 +93,9 @@ def test_a_clock_giving_no_time_is_named(bad, name):
 
 def test_the_pool_reads_its_clocks_paired():
     clocks = PausingClocks()
-    calendar = PoolCalendar(clocks.wall, clocks.mono)
+    pool_clocks = Clocks(clocks.wall)
+    pool_clocks.bind(clocks.mono)
+    calendar = PoolCalendar(pool_clocks)
     clocks.pauses = [PAUSE]
     assert consistent(calendar.read())
 
@@ -101,14 +103,21 @@ def test_the_pool_reads_its_clocks_paired():
 def test_the_asyncio_scheduler_reads_its_clocks_paired():
     clocks = PausingClocks()
 
+    class Loop(asyncio.SelectorEventLoop):
+        def time(self) -> float:  # the loop's clock, faked
+            return clocks.mono()
+
     async def main():
         sched = AsyncScheduler(wall_clock=clocks.wall)
-        driver = sched._series
-        driver._loop = SimpleNamespace(time=clocks.mono)  # the loop's clock, faked
+        sched._runner.bind()
         clocks.pauses = [PAUSE]
-        return driver.read()
+        return sched._series.read()
 
-    assert consistent(asyncio.run(main()))
+    loop = Loop()
+    try:
+        assert consistent(loop.run_until_complete(main()))
+    finally:
+        loop.close()
 
 
 def test_the_durable_scheduler_reads_its_clocks_paired():

@@ -211,56 +211,6 @@ def test_a_series_the_pool_ends_says_so_in_its_event(make_pool, clock):
     assert [(e.kind, e.reason) for e in events] == [("stopped", "error")]
 
 
-@pytest.mark.parametrize("broken", [OSError("wall clock broke"), "noon", float("nan")])
-def test_a_failing_wall_clock_fails_the_wake_up_not_the_pool(setup, clock, broken):
-    pool, wall, events = setup
-    runs = Runs(clock)
-    handle = pool.schedule_recurring("tick", Every(10), 0, runs)
-    clock.wait_for_sleeper(10.0)
-    clock.advance(10.0)
-    runs.wait_for(1)
-    clock.wait_for_sleeper(20.0)
-    wall.broken = broken
-    clock.advance(10.0)  # the wake-up at 20 cannot read the wall clock: it fails
-    clock.wait_for_sleeper(21.0)  # and the series looks again a second later
-    assert pool.state == "open" and not handle.cancelled and pool.stats()["failed"] == 1
-    wall.broken = None
-    clock.advance(1.0)  # 21: the fire time 20 runs, late
-    runs.wait_for(2)
-    assert runs.at == [10.0, 21.0] and pool.stats()["failed"] == 1
-
-
-def test_a_wall_clock_failing_during_a_run_leaves_the_series_going(setup, clock):
-    pool, wall, events = setup
-    at: list[float] = []
-
-    def run():
-        at.append(clock())
-        if len(at) == 1:
-            wall.broken = OSError("wall clock broke")  # read again when the run ends
-
-    handle = pool.schedule_recurring("tick", Every(10), 0, run)
-    clock.wait_for_sleeper(10.0)
-    clock.advance(10.0)
-    clock.wait_for_sleeper(20.0)  # the run's end could not be read: it still ended
-    wall.broken = None
-    assert pool.state == "open" and not handle.cancelled and pool.stats()["failed"] == 1
-    clock.advance(10.0)
-    clock.wait_for_sleeper(30.0)
-    assert at == [10.0, 20.0]
-
-
-def test_a_failing_wall_clock_stops_a_series_under_on_error_stop(setup, clock):
-    pool, wall, events = setup
-    handle = pool.schedule_recurring("tick", Every(10), 0, Runs(clock), on_error="stop")
-    clock.wait_for_sleeper(10.0)
-    wall.broken = OSError("wall clock broke")
-    clock.advance(10.0)
-    with pytest.raises(OSError, match="wall clock broke"):
-        handle.future.result(WAIT)
-    assert pool.state == "open" and handle.cancelled
-
-
 @pytest.mark.parametrize(("kwargs", "error", "name"), [
     ({"trigger": "* * * * *"}, TypeError, "trigger"),
     ({"catch_up": "some"}, ValueError, "catch_up"),
@@ -276,13 +226,6 @@ def test_bad_arguments_name_the_argument_and_change_nothing(setup, kwargs, error
     with pytest.raises(error, match=name):
         pool.schedule_recurring(**call)
     assert pool.stats()["pending"] == 0
-
-
-def test_a_bad_wall_clock_is_refused(make_pool):
-    with pytest.raises(TypeError, match="wall_clock"):
-        make_pool(wall_clock=5)
-    with pytest.raises(ValueError, match="wall_clock"):
-        make_pool(wall_clock=lambda: float("nan"))
 
 
 def test_stress_many_fast_series_on_real_clocks(impl):

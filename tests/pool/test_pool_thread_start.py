@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pysched import ThreadPoolScheduler
+from pysched import TaskTimeout, ThreadPoolScheduler, current_token
 from pysched.testing import FakeClock
 
 WAIT = 20.0
@@ -35,6 +35,8 @@ class StartLimit:
         self.allowed: int | None = None  # None: no limit
         self.started = 0
         self.on_refusal: Callable[[], object] = lambda: None  # called as a start fails
+        # refuses some threads, however many started
+        self.refuse: Callable[[threading.Thread], bool] = lambda thread: False
         self.pools: list[ThreadPoolScheduler] = []  # closed at the end of the test
 
     def make(self, impl: Any, max_workers: int, **options: Any) -> ThreadPoolScheduler:
@@ -51,7 +53,8 @@ def limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[StartLimit]:
 
     def start(thread: threading.Thread) -> None:
         if thread.name.startswith(PREFIX):
-            if limit.allowed is not None and limit.started >= limit.allowed:
+            if limit.refuse(thread) or (limit.allowed is not None
+                                        and limit.started >= limit.allowed):
                 limit.on_refusal()
                 raise RuntimeError("can't start new thread")
             limit.started += 1
@@ -177,7 +180,7 @@ def test_a_worker_that_cannot_start_leaves_the_pool_running_on_those_it_has(
         more = pool.schedule("later", 0.0, 0, abs, (-7,))
     # One warning: the pool tries no more once the system refused a thread.
     [warning] = [r.message for r in caplog.records if r.levelno == logging.WARNING]
-    assert "cannot start another worker thread" in warning and "with 1" in warning
+    assert "cannot start another worker thread" in warning and "the 1 it has" in warning
     assert len(pool_threads("worker")) == 1
     release.set()
     assert all(f.result(WAIT) for f in futures) and more.result(WAIT) == 7
@@ -205,3 +208,30 @@ def test_a_worker_refused_while_the_pool_closes_lets_it_close(impl, limited):
     release.set()
     assert first.result(WAIT) == "ran"
     assert pool.close(wait=True) and pool.state == "closed"
+
+
+def test_timeout_callbacks_without_a_thread_of_their_own_still_run(impl, limited, caplog):
+    # The dispatcher runs timeout callbacks on a thread of their own; when none can start
+    # it runs them itself rather than die with them (which closed the pool, callbacks lost).
+    clock = FakeClock()
+    pool = limited.make(impl, 2, clock=clock)
+    started, ran = threading.Event(), threading.Event()
+    limited.refuse = lambda thread: thread.name.endswith("-timeout-callbacks")
+
+    def body() -> str:
+        token = current_token()
+        token.add_callback(lambda: ran.set())
+        started.set()
+        token.wait(WAIT)
+        return "stopped"
+
+    fut = pool.schedule("slow", 0.0, 0, body, timeout=1.0)
+    assert started.wait(WAIT)
+    with caplog.at_level(logging.WARNING, logger="pysched"):
+        clock.advance(1.0)
+        assert ran.wait(WAIT)
+        with pytest.raises(TaskTimeout):
+            fut.result(WAIT)
+    assert any("timeout callbacks" in r.message for r in caplog.records)
+    assert pool.state == "open" and pool.submit(abs, -4).result(WAIT) == 4
+    assert pool.close(wait=True)

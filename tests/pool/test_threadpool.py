@@ -398,6 +398,8 @@ def test_other_methods_reject_bad_input(make_pool):
     ({"clock": "monotonic"}, TypeError, "clock"),
     ({"clock": lambda: "noon"}, TypeError, "clock()"),
     ({"clock": lambda: math.nan}, ValueError, "clock()"),
+    ({"wall_clock": 5}, TypeError, "wall_clock"),
+    ({"wall_clock": lambda: math.nan}, ValueError, "wall_clock()"),
     ({"aging": 0}, ValueError, "aging"),
     ({"aging": "fast"}, TypeError, "aging"),
     ({"overflow": "drop"}, ValueError, "overflow"),

@@ -250,39 +250,3 @@ def test_a_due_task_goes_to_the_timing_worker(make_pool, clock, monkeypatch):
     clock.advance(9.0)
     assert later.result(WAIT) == 9
     assert claimed == []
-
-
-class GarbageForOneThread(FakeClock):
-    """A FakeClock that reads ``garbage`` on one thread (the caller's), fine on the pool's."""
-
-    garbage: object = None
-    victim: int | None = None
-
-    def __call__(self) -> float:
-        if self.victim == threading.get_ident():
-            return self.garbage  # type: ignore[return-value]
-        return super().__call__()
-
-
-@pytest.mark.parametrize("garbage, error", [
-    ("tick", TypeError), (None, TypeError), (float("nan"), ValueError)])
-@pytest.mark.parametrize("options", [{}, {"aging": 1.0}, {"max_pending": 5}])
-@pytest.mark.parametrize("call", [
-    lambda pool: pool.submit(print),
-    lambda pool: pool.schedule("a", 5.0, 0, print),
-    lambda pool: pool.schedule_in("b", 1.0, 0, print),
-    lambda pool: pool.schedule_every("c", 1.0, 0, print),
-], ids=["submit", "schedule", "schedule_in", "schedule_every"])
-def test_a_clock_reading_garbage_in_the_callers_thread_refuses_the_call_unchanged(
-        make_pool, garbage, error, options, call):
-    # A refused schedule must change nothing: it used to fail *after* booking the
-    # version (it would still run, though the caller was told it failed), or fail
-    # with an error that did not name the clock.
-    clock = GarbageForOneThread()
-    pool = make_pool(1, clock=clock, **options)
-    before = pool.stats()
-    clock.garbage, clock.victim = garbage, threading.get_ident()
-    with pytest.raises(error, match=r"clock\(\)"):
-        call(pool)
-    clock.victim = None
-    assert pool.stats() == before

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import gc
-import logging
 import subprocess
 import sys
 import textwrap
@@ -244,32 +243,6 @@ def test_illegal_transitions():
                      ("draining", "open")]:
         with pytest.raises(InvalidTransition, match=f"from {old} to {new}"):
             check_transition(old, new)
-
-
-def test_a_failing_clock_closes_the_scheduler(impl, caplog):
-    from pysched.threadpool import ThreadPoolScheduler
-
-    class Clock:
-        broken = False
-
-        def __call__(self):
-            if self.broken:
-                raise OSError("clock gone")
-            return 1.0
-
-    clock = Clock()
-    pool = ThreadPoolScheduler(1, clock=clock, _core_factory=impl.Scheduler)
-    gate = Gate()
-    fut = pool.submit(gate)
-    gate.wait_started()
-    clock.broken = True
-    with caplog.at_level(logging.ERROR, logger="pysched"):
-        gate.release()
-        fut.result(WAIT)
-        for thread in pool._threads:
-            thread.join(WAIT)
-    assert pool.state == "closed"
-    assert any("clock failed" in record.message for record in caplog.records)
 
 
 def test_shutdown_from_inside_a_task_does_not_wait_for_the_drain(make_pool, clock):

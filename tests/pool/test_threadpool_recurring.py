@@ -277,14 +277,14 @@ def test_cancelling_a_series_as_its_failing_run_ends_it_keeps_the_failure(make_p
     series = pool.schedule_every("s", 1.0, 0, boom, start_at=1.0)
     in_window = threading.Event()
     proceed = threading.Event()
-    settle = series._set_outcome
+    settle = series.settle
 
     def held(result, exception):  # the worker's next step, held at the window
         in_window.set()
         assert proceed.wait(WAIT)
         return settle(result, exception)
 
-    series._set_outcome = held
+    series.settle = held
     waited = []
     waiter = threading.Thread(target=lambda: waited.append(cf.wait([series], timeout=WAIT)))
     waiter.start()

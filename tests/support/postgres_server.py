@@ -6,7 +6,7 @@ folder on a free loopback port: the tests that restart the server or cut a
 role off affect no other process's tests. As root the server runs as the
 ``postgres`` user (initdb refuses root), as ``.ci/run`` used to do. Durability
 is off (fsync, synchronous commit): the tests kill worker processes, never the
-server or the machine. ``stop()`` (pytest_unconfigure) removes it all.
+server or the machine. ``stop()`` (pytest_sessionfinish) removes it all.
 """
 
 from __future__ import annotations
