@@ -53,6 +53,16 @@ def _sections(text: str) -> list[str]:
     return chosen
 
 
+def _workloads(text: str) -> list[str]:
+    chosen = text.split(",")
+    known = [workload.key for workload in WORKLOADS]
+    unknown = set(chosen) - set(known)
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown workloads {sorted(unknown)}; pick from {', '.join(known)}")
+    return chosen
+
+
 def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(prog="python -m pysched.bench", description=__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,14 +84,21 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--only", type=lambda text: frozenset(text.split(",")), metavar="KEY,...",
                        help="time only the competitors with these JSON keys (c, versioned,"
                        " two_heaps, py, ...); the others are left out")
+    parse.add_argument("--workloads", type=_workloads, metavar="KEY,...",
+                       help="run only these workloads of the scheduler section (composite,"
+                       " composite_single, ...)")
     return parse
 
 
-def plan(cfg: config.Config, sections: Sequence[str], keep: Keep = keep_all) -> list[Step]:
-    """The steps of the chosen sections, in the order given, for the competitors kept."""
+def plan(cfg: config.Config, sections: Sequence[str], keep: Keep = keep_all,
+         workloads: Sequence[str] | None = None) -> list[Step]:
+    """The steps of the chosen sections, in the order given, for the competitors kept
+    (and, in the scheduler section, the ``workloads`` named, or all)."""
+    chosen = [w for w in WORKLOADS if workloads is None or w.key in workloads]
     makers: dict[str, Callable[[], list[Step]]] = {
         "scheduler": lambda: scheduling.steps(cfg.sizes, cfg.budget, cfg.sched_cancel_cap,
-                                              keep=keep, huge_n=cfg.huge_n),
+                                              workloads=chosen, keep=keep,
+                                              huge_n=cfg.huge_n),
         "bounded": lambda: bounded.steps(cfg.churn_pushes, cfg.capacities, cfg.top_n,
                                          cfg.top_ks, cfg.budget, keep),
         "drain": lambda: draining.steps(cfg.drain_n, cfg.budget, keep),
@@ -183,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
               " pure twin beside the baselines, without speedups", file=sys.stderr)
     elif "drain" in args.sections and not draining.drainers():
         print("note: this core has no pop_due: the drain section is left out", file=sys.stderr)
-    steps = plan(cfg, args.sections, keep_all if args.only is None else args.only.__contains__)
+    steps = plan(cfg, args.sections, keep_all if args.only is None else args.only.__contains__,
+                 args.workloads)
     rows = run_steps(steps, Progress(enabled=not args.quiet))
     checks, reference = growth_checks(rows), growth_checks(rows, REFERENCE)
     print(render(rows, checks, reference, report.header(about, mode), cfg), end="")
