@@ -17,7 +17,8 @@ Build a second copy of a tree with ``pip install --no-deps --target DIR TREE``
 (its extension is then ``DIR/pysched/_core*.so``).
 
 Run: ``python benchmarks/compare_builds.py WORKLOAD N ROUNDS LABEL=PATH_TO_CORE_SO ...``
-with WORKLOAD one of composite, drain_pop_due, drain_next, equal_keys; for
+with WORKLOAD one of composite, composite_single (one call a task, drained
+by ``next()``), drain_pop_due, drain_next, equal_keys; for
 example ``python benchmarks/compare_builds.py composite 10000 41
 before=/tmp/before/pysched/_core.cpython-311-x86_64-linux-gnu.so
 after=pysched/_core.cpython-311-x86_64-linux-gnu.so``.
@@ -64,6 +65,19 @@ def workload(name: str, n: int) -> Callable[[Any], float]:
         drain_pop_due(s)
         return (clock() - start) * 1e9 / (2 * n + len(replaced))
 
+    def composite_single(scheduler: Any) -> float:
+        # The composite with one call a task, drained one next() at a time.
+        start = clock()
+        s = scheduler()
+        for task_id, run_at, priority, fn in first:
+            s.schedule(task_id, run_at, priority, fn)
+        for task_id, run_at, priority, fn in sooner:
+            s.schedule(task_id, run_at, priority, fn)
+        for i in cancelled:
+            s.cancel(i)
+        drain_scheduler(s)
+        return (clock() - start) * 1e9 / (2 * n + len(replaced))
+
     def drain(drainer: Callable[[Any], None], items: list[Any]) -> Callable[[Any], float]:
         def run(scheduler: Any) -> float:
             s = scheduler()
@@ -73,7 +87,8 @@ def workload(name: str, n: int) -> Callable[[Any], float]:
             return (clock() - start) * 1e9 / n
         return run
 
-    runs = {"composite": composite, "drain_pop_due": drain(drain_pop_due, first),
+    runs = {"composite": composite, "composite_single": composite_single,
+            "drain_pop_due": drain(drain_pop_due, first),
             "drain_next": drain(drain_scheduler, first),
             "equal_keys": drain(drain_pop_due, same_time)}
     if name not in runs:
@@ -95,7 +110,7 @@ def main(argv: list[str]) -> None:
         order = list(builds) if round_ % 2 else list(builds)[::-1]
         for label in order:
             figures[label].append(run(builds[label]))
-    unit = "ns/op" if name == "composite" else "ns/task"
+    unit = "ns/op" if name.startswith("composite") else "ns/task"
     print(f"{name}, n = {n:,}, {rounds} rounds ({unit}, CPU time):")
     for label, values in figures.items():
         print(f"  {label:12s} median {statistics.median(values):8.1f}  min {min(values):8.1f}")

@@ -204,8 +204,8 @@ class Scheduler:
 
         Returns the new version number. A pending older version is replaced and
         can never start; a running one runs on, and the new version starts only
-        after it finishes. O(log n): one heap push; the old entry is left in the
-        heap as stale, to be dropped later at O(1) amortised cost.
+        after it finishes. O(log n): one insert; the old entry is left behind
+        as stale, to be dropped later at O(1) amortised cost.
         """
         check_hashable(task_id, "task_id")
         run_at = check_time(run_at, "run_at")

@@ -15,12 +15,12 @@ are the spec, and the parts mirror their names and structure.
 """
 
 cimport cython
+from cpython.exc cimport PyErr_Clear
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.pyport cimport PY_SSIZE_T_MAX
-from libc.string cimport memset
 from libc.math cimport isfinite
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove, memset
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from pysched._errors import InvalidTransition
@@ -48,6 +48,50 @@ cdef extern from *:
     """
     void PYSCHED_PREFETCH(const void* p) noexcept nogil
 
+cdef extern from "Python.h":
+    PyObject** PySequence_Fast_ITEMS(object o)
+    # PyList_SetSlice with no items: deletes a slice without making a slice object.
+    int _list_cut "PyList_SetSlice"(object lst, Py_ssize_t low, Py_ssize_t high,
+                                    PyObject* no_items) noexcept
+
+
+# Big arrays are read at random (a bucket of the id table, an id's record): at
+# ten million ids nearly every read also misses the TLB, and a page walk costs
+# as much again. Asking for transparent huge pages on them, where the system
+# offers them only on request (Linux's "madvise" setting), cuts those walks.
+# Advice only: nothing changes where it is refused or not offered.
+cdef extern from *:
+    """
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    #include <stdint.h>
+    static void pysched_advise_huge(void* p, size_t n) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        const uintptr_t huge = (uintptr_t)1 << 21;
+        uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+        uintptr_t end = ((uintptr_t)p + n) & ~(huge - 1);
+        if (end > start) {
+            (void)madvise((void*)start, end - start, MADV_HUGEPAGE);
+        }
+    #else
+        (void)p; (void)n;
+    #endif
+    }
+    static size_t pysched_list_room(PyObject* list) {
+        return (size_t)((PyListObject*)list)->allocated * sizeof(PyObject*);
+    }
+    static void* pysched_list_items(PyObject* list) {
+        return (void*)((PyListObject*)list)->ob_item;
+    }
+    """
+    void _advise_huge "pysched_advise_huge"(void* p, size_t n) noexcept nogil
+    size_t _list_room "pysched_list_room"(object lst) noexcept
+    void* _list_items "pysched_list_items"(object lst) noexcept
+
+cdef size_t _HUGE_ENOUGH = 4 << 20  # two huge pages: smaller arrays gain nothing
+
+
 # One growth helper for every C array, and one for giving memory back. Callers
 # set their capacity once every array of that capacity has its new size.
 cdef int _grow(void** array, Py_ssize_t n, size_t item) except -1:
@@ -56,6 +100,8 @@ cdef int _grow(void** array, Py_ssize_t n, size_t item) except -1:
     if resized == NULL:
         raise MemoryError()
     array[0] = resized
+    if n * item >= _HUGE_ENOUGH:
+        _advise_huge(resized, n * item)
     return 0
 
 
@@ -85,10 +131,10 @@ cdef Py_ssize_t _fitted(void** array, Py_ssize_t capacity, Py_ssize_t used, size
 include "_checks.pxi"
 include "_id_table.pxi"
 include "_scheduler_heap.pxi"
+include "_scheduler_ladder.pxi"
 include "_scheduler_task.pxi"
 include "_scheduler.pxi"
 include "_scheduler_batch.pxi"
-include "_scheduler_memory.pxi"
 include "_scheduler_prefetch.pxi"
 include "_scheduler_check.pxi"
 include "_bounded_heap.pxi"

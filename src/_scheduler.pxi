@@ -1,8 +1,10 @@
-# Scheduler: mirrors pysched/_scheduler_py.py, which states the design. Its heap
-# is in _scheduler_heap.pxi, its Task in _scheduler_task.pxi, schedule_many's
-# internals in _scheduler_batch.pxi, its C memory in _scheduler_memory.pxi, the
-# claim's prefetching in _scheduler_prefetch.pxi, its invariant checks in
-# _scheduler_check.pxi.
+# Scheduler: mirrors pysched/_scheduler_py.py, which states the design. Where
+# the twin keeps a heap, the core keeps a ladder queue (_scheduler_ladder.pxi,
+# on the entries and heaps of _scheduler_heap.pxi) holding the same entries in
+# the same order. What it knows of each id lives in its IdTable (_id_table.pxi).
+# Its Task is in _scheduler_task.pxi, schedule_many's internals in
+# _scheduler_batch.pxi, the claim's prefetching in _scheduler_prefetch.pxi, its
+# invariant checks in _scheduler_check.pxi.
 #
 
 from time import monotonic as _monotonic
@@ -23,13 +25,16 @@ cdef Py_ssize_t _REBUILD_FLOOR = REBUILD_FLOOR
 cdef double _DBL_MAX = 1.7976931348623157e308
 
 
-ctypedef struct SlotState:
-    uint64_t version      # newest version handed out; a pending version is always the newest
-    uint64_t pending_seq  # seq of the pending version's entry; 0 when none is pending
+cdef enum:  # the references an id has in the id table, after the id itself
+    _FN = 1   # the pending version's callable
+    _RUN = 2  # the running Task
+    _REFS = 3
 
 
-cdef extern from "Python.h":
-    PyObject** PySequence_Fast_ITEMS(object o)
+cdef enum _Route:  # where Scheduler._push() puts an entry, and the room reserved for it
+    _ROUTED  # where its key belongs: _ladder_reserve()
+    _EARLY   # the early heap: _reserve_early()
+    _BATCH   # top, or the early heap below top_start: _ladder_reserve_batch()
 
 
 cdef inline double _wait(double run_at, double now) noexcept nogil:
@@ -48,15 +53,11 @@ cdef class Scheduler:
     an id again replaces its pending version, which can then never start.
     """
     cdef object _clock
-    cdef void* _heap_block     # the allocation; _heap points inside it (see _resize_heap)
-    cdef HeapEntry* _heap
-    cdef Py_ssize_t _heap_len
-    cdef Py_ssize_t _heap_capacity
-    cdef IdTable _ids          # task id -> slot, for ids with a version pending or running
-    cdef SlotState* _slots     # by slot, ``_slots_capacity`` long
-    cdef Py_ssize_t _slots_capacity
-    cdef list _fns             # by slot: the pending version's callable, or None
-    cdef list _runs            # by slot: the Task now running, or None
+    cdef Ladder _pending       # the entries of pending versions, stale ones included (the twin's heap)
+    # Task id -> slot, for ids with a version pending or running; with each a
+    # SlotRecord and two references: the pending version's fn (_FN) and the
+    # running Task (_RUN), each None when there is none.
+    cdef IdTable _ids
     cdef dict _parked          # slot -> (run_at, priority, seq) of a version waiting for its id's run
     cdef uint64_t _seq
     cdef uint64_t _edits       # changes with every edit of the heap or the slots: detects re-entrant edits
@@ -71,9 +72,7 @@ cdef class Scheduler:
     cdef Py_ssize_t _released
 
     def __cinit__(self):
-        self._ids = IdTable()
-        self._fns = []
-        self._runs = []
+        self._ids = IdTable(sizeof(SlotRecord), _REFS)
         self._parked = {}
 
     # The default is time.monotonic itself, as in the twin (None is refused).
@@ -82,8 +81,7 @@ cdef class Scheduler:
         self._clock = clock
 
     def __dealloc__(self):
-        PyMem_Free(self._heap_block)
-        PyMem_Free(self._slots)
+        _ladder_free(&self._pending)
 
     @property
     def clock(self):
@@ -101,8 +99,8 @@ cdef class Scheduler:
 
         Returns the new version number. A pending older version is replaced and
         can never start; a running one runs on, and the new version starts only
-        after it finishes. O(log n): one heap push; the old entry is left in the
-        heap as stale, to be dropped later at O(1) amortised cost.
+        after it finishes. O(log n): one insert; the old entry is left behind
+        as stale, to be dropped later at O(1) amortised cost.
         """
         cdef Py_hash_t h = _check_hashable(task_id, "task_id")
         cdef double when = _check_time(run_at, "run_at")
@@ -170,9 +168,11 @@ cdef class Scheduler:
         alone. Like ``next()``, it drops stale entries and parks versions whose
         id is running on the way. O(log n) amortised.
         """
+        cdef HeapEntry* head
         if not self._head():
             return None
-        return (_key_time(self._heap[0].key), self._ids.key(self._heap[0].slot))
+        head = _ladder_head(&self._pending)
+        return (_key_time(head.key), self._ids.key(head.slot))
 
     def next(self, now=None):
         """next(now=None) -> Task | float | None
@@ -223,7 +223,7 @@ cdef class Scheduler:
         # some claimed, the call hands them out and the next call raises.
         while n != cap:
             try:
-                if not self._head() or self._heap[0].key > due:
+                if not self._head() or _ladder_head(&self._pending).key > due:
                     break
                 edits = self._edits
                 task = Task.__new__(Task)  # may start a collection whose finalisers call back in
@@ -263,10 +263,10 @@ cdef class Scheduler:
         cdef list checked = list(<list>tasks) if type(tasks) is list else check_iterable(tasks, "tasks")
         cdef Py_ssize_t k, j, n = len(checked)
         cdef Task task
-        # Room for every parked version to return to the heap first: nothing below allocates
+        # Room for every parked version to return first: nothing below allocates
         # unless it raises, so no finaliser can run between the checks and the changes.
-        if self._parked and self._heap_capacity - self._heap_len < n:
-            _resize_heap(self, _grown(self._heap_capacity, self._heap_len + n))
+        if self._parked:
+            _reserve_early(&self._pending, n)
         # As the twin: each task's type and state first, a task given twice last.
         # An error's message may run the caller's code (an id's repr), so the
         # marks come after, in a pass that runs none.
@@ -320,7 +320,7 @@ cdef class Scheduler:
         cdef Py_ssize_t slot = self._ids.find(task_id, _check_hashable(task_id, "task_id"))
         if slot < 0:
             return None
-        return _PENDING if self._slots[slot].pending_seq else _RUNNING
+        return _PENDING if self._rec(slot).pending_seq else _RUNNING
 
     def stats(self):
         """stats() -> dict
@@ -332,9 +332,9 @@ cdef class Scheduler:
             "pending": self._live,
             "running": self._running,
             "parked": len(self._parked),
-            "heap_size": self._heap_len,
+            "heap_size": self._pending.size,
             "heap_live": heap_live,
-            "stale": self._heap_len - heap_live,
+            "stale": self._pending.size - heap_live,
             "stale_discarded": self._stale_discarded,
             "rebuilds": self._rebuilds,
             "scheduled": self._seq,
@@ -357,33 +357,30 @@ cdef class Scheduler:
         cdef Py_ssize_t slot
         cdef uint64_t edits
         cdef object old_fn = None  # released on return, once the state is whole
-        cdef SlotState* state
+        cdef SlotRecord* state
         while True:
             # find() may run a key's __eq__, and growing may start a collection
             # whose finalisers call back in: then look again before committing.
             edits = self._edits
             slot = self._ids.find(task_id, h)
-            if self._heap_len == self._heap_capacity:
-                _resize_heap(self, self._heap_capacity * 2)
-            if slot < 0:
-                _reserve_slots(self, 1)
+            _ladder_reserve(&self._pending, _time_key(run_at))
             if edits == self._edits:
                 break
         if slot < 0:
-            slot = self._ids.add(task_id, h)
-            self._slots[slot].version = 0
-            self._slots[slot].pending_seq = 0
-        elif self._slots[slot].pending_seq:
+            slot = self._ids.add(task_id, h)  # the first change: a MemoryError leaves all as it was
+            self._rec(slot).version = 0
+            self._rec(slot).pending_seq = 0
+        elif self._rec(slot).pending_seq:
             old_fn = self._drop_pending(slot)
             self._replaced += 1
         self._seq += 1
         self._edits += 1
-        state = &self._slots[slot]
+        state = self._rec(slot)
         state.version += 1
         state.pending_seq = self._seq
-        self._fns[slot] = fn
+        self._ids.set_ref(slot, _FN, fn)
         self._live += 1
-        self._push(run_at, priority, self._seq, slot)
+        self._push(run_at, priority, self._seq, slot, _ROUTED)
         self._maybe_rebuild()
         return state.version
 
@@ -392,12 +389,12 @@ cdef class Scheduler:
         cdef Py_ssize_t slot = self._ids.find(task_id, h)
         cdef object old_fn = None  # released on return, once the state is whole
         cdef object old_id = None
-        if slot < 0 or not (self._slots[slot].pending_seq or stop_running):
+        if slot < 0 or not (self._rec(slot).pending_seq or stop_running):
             return False
-        if self._slots[slot].pending_seq:
+        if self._rec(slot).pending_seq:
             old_fn = self._drop_pending(slot)
             self._cancelled += 1
-        running = self._runs[slot]
+        running = self._ids.ref(slot, _RUN)
         if running is None:
             old_id = self._forget(slot)
         elif stop_running:
@@ -405,27 +402,40 @@ cdef class Scheduler:
         self._maybe_rebuild()
         return True
 
+    cdef inline SlotRecord* _rec(self, Py_ssize_t slot) noexcept:
+        return <SlotRecord*>self._ids.record(slot)
+
     cdef inline bint _is_live(self, const HeapEntry* entry) noexcept:
-        # A stale entry may name a slot cut off by a shrink: past _slots_capacity it
-        # is stale, and below it a cut slot's pending_seq is 0 (or a newer seq).
-        return (entry.slot < self._slots_capacity
-                and self._slots[entry.slot].pending_seq == entry.seq)
+        return _entry_live(entry, <const SlotRecord*>self._ids.records, self._ids.slots)
 
     cdef int _head(self) except -1:
-        """Make the root the version ``next()`` would claim first; return 1 if there is one.
+        """Make the ladder's head the version ``next()`` would claim first; return 1 if there is one.
 
         Drops stale entries and parks versions whose id is running on the way.
+        Moving buckets down counts as an edit: it changes where inserts go.
         """
+        cdef uint64_t moves = self._pending.moves
+        cdef int found = self._find_head()
+        if self._pending.moves != moves:
+            self._edits += 1
+            _prefetch_new_run(self)
+        return found
+
+    cdef int _find_head(self) except -1:
+        cdef HeapEntry* entry
         cdef HeapEntry head
         cdef uint64_t edits
         cdef object parked
-        while self._heap_len:
-            head = self._heap[0]
+        while True:
+            entry = _ladder_head(&self._pending)
+            if entry == NULL:
+                return 0
+            head = entry[0]
             if not self._is_live(&head):
-                self._pop()
+                _ladder_pop_head(&self._pending)
                 self._stale_discarded += 1
                 self._edits += 1
-            elif self._runs[head.slot] is not None:
+            elif self._ids.ref(head.slot, _RUN) is not None:
                 edits = self._edits
                 parked = (_key_time(head.key), head.priority, head.seq)  # may start a collection
                 if edits != self._edits:
@@ -433,12 +443,11 @@ cdef class Scheduler:
                 # Inserting boxes the slot and may grow the dict: no collection
                 # can start there, and a MemoryError comes before any change.
                 self._parked[head.slot] = parked
-                self._pop()
+                _ladder_pop_head(&self._pending)
                 self._edits += 1
                 self._maybe_rebuild()  # parking lowers heap_live: the bound may call for one
             else:
                 return 1
-        return 0
 
     cdef object _next(self, double now):
         """next() at a checked time."""
@@ -446,7 +455,7 @@ cdef class Scheduler:
         cdef uint64_t edits
         cdef Task task
         while self._head():
-            head = &self._heap[0]
+            head = _ladder_head(&self._pending)
             if head.key > _time_key(now):
                 return _wait(_key_time(head.key), now)
             edits = self._edits
@@ -458,25 +467,25 @@ cdef class Scheduler:
         return None
 
     cdef Task _claim(self, Task task):
-        """Pop the root, a pending version whose id is idle, as the running ``task``.
+        """Take the head, a pending version whose id is idle, as the running ``task``.
 
         The caller calls _maybe_rebuild() before it returns: pop_due() once for all its claims.
         """
-        cdef HeapEntry head = self._heap[0]
+        cdef HeapEntry head = _ladder_head(&self._pending)[0]
         cdef Py_ssize_t slot = head.slot
         _prefetch_next_claim(self, slot)
-        self._pop()
+        _ladder_pop_head(&self._pending)
         self._edits += 1
         task.task_id = self._ids.key(slot)
-        task._version = self._slots[slot].version
+        task._version = self._rec(slot).version
         task.run_at = _key_time(head.key)
         task.priority = head.priority
-        task.fn = self._fns[slot]
+        task.fn = self._ids.ref(slot, _FN)
         task.state = _RUNNING
         task._slot = slot
-        self._slots[slot].pending_seq = 0
-        self._fns[slot] = None  # task.fn holds it
-        self._runs[slot] = task
+        self._rec(slot).pending_seq = 0
+        self._ids.set_ref(slot, _FN, None)  # task.fn holds it
+        self._ids.set_ref(slot, _RUN, task)
         self._live -= 1
         self._running += 1
         _prefetch_head_objects(self)
@@ -490,9 +499,9 @@ cdef class Scheduler:
         if self._parked:
             self._parked.pop(slot, None)
         self._edits += 1
-        fn = self._fns[slot]
-        self._slots[slot].pending_seq = 0
-        self._fns[slot] = None
+        fn = self._ids.ref(slot, _FN)
+        self._rec(slot).pending_seq = 0
+        self._ids.set_ref(slot, _FN, None)
         self._live -= 1
         return fn
 
@@ -500,8 +509,7 @@ cdef class Scheduler:
         """Forget the id of ``slot``, now idle; return the id, for the caller to drop last."""
         self._edits += 1
         task_id = self._ids.remove(slot)
-        if self._ids.shrink():
-            _fit_slots(self)
+        self._ids.shrink()
         return task_id
 
     cdef int _check_running(self, Task task) except -1:
@@ -509,8 +517,8 @@ cdef class Scheduler:
         cdef Py_ssize_t slot = task._slot
         # A task is this scheduler's running one only if its slot holds it; a
         # task of another scheduler may carry any slot number, so check the range.
-        if (task.state is not _RUNNING or slot >= len(self._runs)
-                or self._runs[slot] is not task):
+        if (task.state is not _RUNNING or slot >= self._ids.slot_limit()
+                or self._ids.ref(slot, _RUN) is not task):
             raise InvalidTransition(
                 f"cannot finish task {task.task_id!r} version {task._version}: it is "
                 f"{task.state}" + ("" if task.state is not _RUNNING else " in another scheduler"))
@@ -528,17 +536,17 @@ cdef class Scheduler:
         cdef object key
         # Whatever may allocate comes before the first change, so a MemoryError
         # leaves everything as it was: boxing the slot number for the dict, and
-        # heap room for a parked version. No collection starts here: boxing an
-        # int and growing the heap allocate no tracked object.
+        # room for a parked version. No collection starts here: boxing an
+        # int and growing the early heap allocate no tracked object.
         parked = None
         if self._parked:
             key = slot
             parked = self._parked.get(key)
-        if parked is not None and self._heap_len == self._heap_capacity:
-            _resize_heap(self, self._heap_capacity * 2)
+        if parked is not None:
+            _reserve_early(&self._pending, 1)
         task.state = state
         task.exception = exception
-        self._runs[slot] = None  # the caller still holds task
+        self._ids.set_ref(slot, _RUN, None)  # the caller still holds task
         self._edits += 1
         self._running -= 1
         if state is _COMPLETED:
@@ -549,51 +557,43 @@ cdef class Scheduler:
             self._released += 1
         if parked is not None:
             del self._parked[key]  # deleting a present key never allocates
-            self._push(parked[0], parked[1], parked[2], slot)
-        elif not self._slots[slot].pending_seq:
+            self._push(parked[0], parked[1], parked[2], slot, _EARLY)
+        elif not self._rec(slot).pending_seq:
             old_id = self._forget(slot)
         return old_id
 
     cdef inline void _push(self, double run_at, int64_t priority, uint64_t seq,
-                           Py_ssize_t slot) noexcept:
-        # Precondition: _heap_len < _heap_capacity (callers grow first, so a
-        # MemoryError leaves the heap untouched).
+                           Py_ssize_t slot, _Route route) noexcept:
+        # Precondition: room reserved for it as ``route`` says, so a MemoryError
+        # came before any change.
         cdef HeapEntry item
         item.key = _time_key(run_at)
         item.priority = priority
         item.seq = seq
         item.slot = slot
-        self._heap[self._heap_len] = item
-        self._heap_len += 1
-        _sift_up(self._heap, 0, self._heap_len - 1)
-
-    cdef inline void _pop(self) noexcept:
-        # Precondition: _heap_len > 0. Drops the root.
-        self._heap_len -= 1
-        if self._heap_len:
-            self._heap[0] = self._heap[self._heap_len]
-            _sift_down(self._heap, self._heap_len, 0)
+        if route == _ROUTED:
+            _ladder_push(&self._pending, &item)
+        elif route == _EARLY:
+            _ladder_push_early(&self._pending, &item)
+        else:
+            _ladder_push_batch(&self._pending, &item)
 
     cdef void _maybe_rebuild(self) noexcept:
         """Drop every stale entry at once when they outnumber the live ones: O(n), amortised O(1).
 
-        Then give memory back if the heap is under a quarter full.
+        Else spill the early heap back into the ladder when it holds most
+        entries. Then give memory back where a part is under a quarter full.
         """
         cdef Py_ssize_t heap_live = self._live - len(self._parked)
-        cdef Py_ssize_t k, kept = 0
-        if self._heap_len <= _REBUILD_FLOOR or self._heap_len - heap_live <= heap_live:
-            if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
-                _shrink_heap(self)
+        cdef Py_ssize_t size = self._pending.size
+        if size <= _REBUILD_FLOOR or size - heap_live <= heap_live:
+            if _ladder_wants_spill(&self._pending):
+                _ladder_spill(&self._pending)
+                self._edits += 1
+            _ladder_fit(&self._pending)
             return
-        for k in range(self._heap_len):
-            if self._is_live(&self._heap[k]):
-                self._heap[kept] = self._heap[k]
-                kept += 1
-        self._stale_discarded += self._heap_len - kept
-        self._heap_len = kept
-        for k in range((kept - 2) // _ARITY, -1, -1):
-            _sift_down(self._heap, self._heap_len, k)
+        self._stale_discarded += _ladder_drop_stale(
+            &self._pending, <const SlotRecord*>self._ids.records, self._ids.slots)
         self._edits += 1
         self._rebuilds += 1
-        if self._heap_len * 4 < self._heap_capacity and self._heap_capacity > 16:
-            _shrink_heap(self)
+        _ladder_fit(&self._pending)

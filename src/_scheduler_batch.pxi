@@ -89,12 +89,12 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
     ``batch`` holds the checked items; ``index`` is scratch room of ``buckets``
     int32s (a power of two above twice the items) to find a slot's repeats.
     """
-    cdef Py_ssize_t k, slot, first, n = len(items), fresh, replacing, r
+    cdef Py_ssize_t k, slot, first, n = len(items), fresh, replacing, r, to_top
     cdef uint64_t edits
     cdef int shift = 64
     cdef list versions
     cdef list old_fns = None  # released on return, once the state is whole
-    cdef SlotState* state
+    cdef SlotRecord* state
     while (<size_t>1 << (64 - shift)) < buckets:
         shift -= 1
     while True:
@@ -107,8 +107,9 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
         edits = self._edits
         memset(index, -1, buckets * sizeof(int32_t))
         versions = [None] * n
-        fresh = replacing = 0
+        fresh = replacing = to_top = 0
         for k in range(n):
+            to_top += _time_key(batch[k].run_at) >= self._pending.top_start
             if k + _LOOKAHEAD < n:  # a big batch misses the caches on each id's buckets: load ahead
                 PYSCHED_PREFETCH(&index[_home(batch[k + _LOOKAHEAD].hash, shift)])  # a new id's
                 self._ids.prefetch_hash(batch[k + _LOOKAHEAD].hash)
@@ -125,12 +126,10 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
                     batch[k].version = 1
                     fresh += 1
                 else:
-                    batch[k].version = self._slots[slot].version + 1
-                    replacing += self._slots[slot].pending_seq != 0
+                    batch[k].version = self._rec(slot).version + 1
+                    replacing += self._rec(slot).pending_seq != 0
             versions[k] = batch[first].version
-        if self._heap_capacity - self._heap_len < n:
-            _resize_heap(self, _grown(self._heap_capacity, self._heap_len + n))
-        _reserve_slots(self, fresh)  # first: the table's slot limit grows next
+        _ladder_reserve_batch(&self._pending, to_top, n - to_top)
         self._ids.reserve(fresh)
         old_fns = [None] * replacing if replacing else None
         if edits == self._edits:
@@ -145,21 +144,21 @@ cdef list _schedule_many(Scheduler self, list items, BatchItem* batch, int32_t* 
             slot = batch[-2 - slot].slot  # its slot's first item, already placed
         elif slot == -1:
             slot = self._ids.add(_item_id(items, k), batch[k].hash)
-            self._slots[slot].version = 0
-            self._slots[slot].pending_seq = 0
+            self._rec(slot).version = 0
+            self._rec(slot).pending_seq = 0
         batch[k].slot = slot
-        if self._slots[slot].pending_seq:
+        if self._rec(slot).pending_seq:
             old_fns[r] = self._drop_pending(slot)
             r += 1
             self._replaced += 1
         self._seq += 1
         self._edits += 1
-        state = &self._slots[slot]
+        state = self._rec(slot)
         state.version += 1
         state.pending_seq = self._seq
-        self._fns[slot] = <object>PyTuple_GET_ITEM(items[k], 3)
+        self._ids.set_ref(slot, _FN, <object>PyTuple_GET_ITEM(items[k], 3))
         self._live += 1
-        self._push(batch[k].run_at, batch[k].priority, self._seq, slot)
-    # Once, at the end: a shrink of the heap in between would take the room back.
+        self._push(batch[k].run_at, batch[k].priority, self._seq, slot, _BATCH)
+    # Once, at the end: a shrink in between would take the room back.
     self._maybe_rebuild()
     return versions

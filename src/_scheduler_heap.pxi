@@ -21,6 +21,12 @@ ctypedef struct HeapEntry:
     Py_ssize_t slot    # the id's slot; the entry is live iff pending_seq[slot] == seq
 
 
+ctypedef struct SlotRecord:  # the scheduler's record of an id in its id table
+    Py_hash_t hash        # the id table's: the id's hash
+    uint64_t version      # newest version handed out; a pending version is always the newest
+    uint64_t pending_seq  # seq of the pending version's entry; 0 when none is pending
+
+
 cdef union _DoubleBits:
     double value
     uint64_t bits

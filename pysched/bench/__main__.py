@@ -53,11 +53,24 @@ def _sections(text: str) -> list[str]:
     return chosen
 
 
+def _workloads(text: str) -> list[str]:
+    chosen = text.split(",")
+    known = [workload.key for workload in WORKLOADS]
+    unknown = set(chosen) - set(known)
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown workloads {sorted(unknown)}; pick from {', '.join(known)}")
+    return chosen
+
+
 def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(prog="python -m pysched.bench", description=__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parse.add_argument("--full", action="store_true",
                        help="sizes 1,000 to 1,000,000 and the log-n check (several minutes)")
+    parse.add_argument("--huge", action="store_true",
+                       help=f"also n = {config.HUGE_N:,} for the composite workloads (pysched"
+                            " and heapq, versioned) and for memory (an hour or more)")
     parse.add_argument("--json", metavar="FILE",
                        help="write every figure, with the machine, to FILE")
     parse.add_argument("--plot", metavar="FILE.png",
@@ -71,18 +84,26 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--only", type=lambda text: frozenset(text.split(",")), metavar="KEY,...",
                        help="time only the competitors with these JSON keys (c, versioned,"
                        " two_heaps, py, ...); the others are left out")
+    parse.add_argument("--workloads", type=_workloads, metavar="KEY,...",
+                       help="run only these workloads of the scheduler section (composite,"
+                       " composite_single, ...)")
     return parse
 
 
-def plan(cfg: config.Config, sections: Sequence[str], keep: Keep = keep_all) -> list[Step]:
-    """The steps of the chosen sections, in the order given, for the competitors kept."""
+def plan(cfg: config.Config, sections: Sequence[str], keep: Keep = keep_all,
+         workloads: Sequence[str] | None = None) -> list[Step]:
+    """The steps of the chosen sections, in the order given, for the competitors kept
+    (and, in the scheduler section, the ``workloads`` named, or all)."""
+    chosen = [w for w in WORKLOADS if workloads is None or w.key in workloads]
     makers: dict[str, Callable[[], list[Step]]] = {
         "scheduler": lambda: scheduling.steps(cfg.sizes, cfg.budget, cfg.sched_cancel_cap,
-                                              keep=keep),
+                                              workloads=chosen, keep=keep,
+                                              huge_n=cfg.huge_n),
         "bounded": lambda: bounded.steps(cfg.churn_pushes, cfg.capacities, cfg.top_n,
                                          cfg.top_ks, cfg.budget, keep),
         "drain": lambda: draining.steps(cfg.drain_n, cfg.budget, keep),
-        "memory": lambda: memory.steps(cfg.memory_n, keep),
+        "memory": lambda: [step for n in (cfg.memory_n, cfg.huge_n) if n
+                           for step in memory.steps(n, keep)],
         "runtime": lambda: runtime.steps(cfg.throughput_tasks, cfg.throughput_repeat,
                                          cfg.lateness_tasks, cfg.lateness_span,
                                          cfg.lateness_repeat),
@@ -110,6 +131,10 @@ def growth_checks(rows: Sequence[Row], competitor: Mapping[str, str] | None = No
         if points:
             checks[title] = growth.check(points)
     return checks
+
+
+def pick_section(rows: Sequence[Row], section: str) -> list[Row]:
+    return [row for row in rows if row["section"] == section]
 
 
 def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
@@ -142,12 +167,16 @@ def render(rows: Sequence[Row], checks: dict[str, growth.GrowthCheck | None],
         blocks.append(report.speedup_table(
             drain, f"drain: claim, run and complete {drain[0]['size']:,} due tasks; speedup"
             f" against the core's pop_due({BATCH}), {BATCH} tasks a call", "n"))
-    blocks += [report.memory_table(pick(memory.SECTION, "memory")),
-               report.throughput_table(pick(runtime.SECTION, "throughput")),
+    memory_rows = pick(memory.SECTION, "memory")
+    blocks += [report.memory_table([row for row in memory_rows if row["size"] == n])
+               for n in sorted({row["size"] for row in memory_rows})]
+    blocks += [report.throughput_table(pick(runtime.SECTION, "throughput")),
                report.lateness_table(pick(runtime.SECTION, "lateness")),
                calendar_section.table(pick(calendar_section.SECTION, "series"))]
     if checks:
         blocks.append(report.growth_lines(checks, reference))
+    blocks.append(report.cost_growth_lines(pick_section(rows, scheduling.SECTION),
+                                           [(w.key, w.title) for w in WORKLOADS]))
     return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"
 
 
@@ -163,13 +192,16 @@ def main(argv: list[str] | None = None) -> int:
         cfg, mode = config.custom(args.sizes), "custom"
     else:
         cfg, mode = (config.FULL, "full") if args.full else (config.QUICK, "quick")
+    if args.huge:
+        cfg, mode = dataclasses.replace(cfg, huge_n=config.HUGE_N), f"{mode} + huge"
     about = machine.describe()
     if not core_available():
         print("note: pysched's compiled core does not import here: the tables show the"
               " pure twin beside the baselines, without speedups", file=sys.stderr)
     elif "drain" in args.sections and not draining.drainers():
         print("note: this core has no pop_due: the drain section is left out", file=sys.stderr)
-    steps = plan(cfg, args.sections, keep_all if args.only is None else args.only.__contains__)
+    steps = plan(cfg, args.sections, keep_all if args.only is None else args.only.__contains__,
+                 args.workloads)
     rows = run_steps(steps, Progress(enabled=not args.quiet))
     checks, reference = growth_checks(rows), growth_checks(rows, REFERENCE)
     print(render(rows, checks, reference, report.header(about, mode), cfg), end="")

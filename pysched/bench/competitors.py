@@ -7,7 +7,8 @@ tasks, each task called, then the batch completed with ``complete_many``;
 the baselines through theirs (see
 baselines.py). The first baseline, "heapq, versioned", is the one the report
 leads with: the core's algorithm written plainly in Python, drained by its
-own ``pop_due`` in the same batches.
+own ``pop_due`` in the same batches. Workloads of single calls drain the
+core, the twin and "heapq, versioned" one ``next()`` at a time instead.
 """
 
 from __future__ import annotations
@@ -92,6 +93,11 @@ class Competitor:
     drain: Callable[[Any], None]
     make_simple: Callable[[], Any] | None = None  # a cheaper one for workloads that never cancel
     cancel_cap: int | None = None  # largest n for workloads that cancel or replace
+    drain_single: Callable[[Any], None] | None = None  # one task a call, if not drain
+
+    def drain_for(self, single: bool) -> Callable[[Any], None]:
+        """The drain of a workload that claims in batches, or (``single``) one task a call."""
+        return self.drain_single if single and self.drain_single is not None else self.drain
 
     def factory(self, cancels: bool) -> Callable[[], Any]:
         """The scheduler factory for a workload that does (or does not) cancel."""
@@ -128,11 +134,12 @@ def scheduler_competitors(sched_cancel_cap: int = SCHED_CANCEL_CAP) -> list[Comp
     if core_available():
         from pysched._core import Scheduler as CoreScheduler
 
-        found.append(Competitor(CORE, "pysched", CoreScheduler, drain_pop_due))
+        found.append(Competitor(CORE, "pysched", CoreScheduler, drain_pop_due,
+                                drain_single=drain_scheduler))
     found += [
         Competitor(VERSIONED, "heapq, versioned", baselines.HeapqVersioned,
-                   drain_versioned_pop_due),
-        Competitor("py", "pure twin", PureScheduler, drain_pop_due),
+                   drain_versioned_pop_due, drain_single=drain_versioned),
+        Competitor("py", "pure twin", PureScheduler, drain_pop_due, drain_single=drain_scheduler),
         Competitor("heapq", "heapq, entry finder", baselines.HeapqScheduler, drain_baseline,
                    make_simple=baselines.HeapqTuples),
         Competitor("sched", "sched", baselines.SchedScheduler, drain_baseline,

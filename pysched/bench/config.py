@@ -30,6 +30,14 @@ class Config:
     calendar_series: int = 1_000
     calendar_seconds: int = 3
     calendar_repeat: int = 1
+    huge_n: int | None = None  # --huge: the composites and memory at this n too
+
+
+# --huge: the composite workloads and memory also at this n, where a pending
+# set's cost per operation shows how it grows past every cache. Only the core
+# and heapq, versioned take part in the timed cells: every competitor there
+# would take hours of a shared machine.
+HUGE_N = 10_000_000
 
 
 # Quick: about 20 s of CPU on a 2-core machine, enough to see the speedups;

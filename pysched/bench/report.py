@@ -131,6 +131,26 @@ def growth_lines(checks: Mapping[str, GrowthCheck | None],
     return lines
 
 
+GROWTH_BASE = 10_000  # the size the cost at larger sizes is compared with
+
+
+def cost_growth_lines(rows: Sequence[Row], workloads: Sequence[tuple[str, str]]) -> list[str]:
+    """The core's ns/op at each size above GROWTH_BASE as a multiple of its ns/op there."""
+    ns = {(row["workload"], row["size"]): row["ns_per_op"] for row in rows
+          if row["competitor"] == CORE}
+    lines = []
+    for key, title in workloads:
+        base = ns.get((key, GROWTH_BASE))
+        larger = sorted(size for workload, size in ns if workload == key and size > GROWTH_BASE)
+        if base and larger:
+            lines.append(f"  {title:<24} " + "  ".join(
+                f"{size:,}: {ns[key, size] / base:.2f}x" for size in larger))
+    if not lines:
+        return []
+    return [f"cost growth of the Cython core: ns/op at each size over its ns/op at"
+            f" n = {GROWTH_BASE:,}", *lines]
+
+
 def header(machine: Mapping[str, Any], mode: str) -> list[str]:
     return [f"pysched {machine['pysched']} ({machine['pysched_implementation']} core),"
             f" Python {machine['python']} ({machine['python_implementation']}), {mode} run,"

@@ -11,7 +11,10 @@ the same tasks in the same order.
 Tasks known together are scheduled together, with ``schedule_many(items)``,
 as a user holding a batch would; the items are built before the clock
 starts. Every competitor has ``schedule_many`` (baselines.py gives each the
-batch a user would write for it), so all do the same calls.
+batch a user would write for it), so all do the same calls. The composite
+also runs with single calls only, as servers that arm a timer per request do:
+one ``schedule`` per task and one ``next()`` per claim (a workload marked
+``single``, drained by each competitor's one-at-a-time drain).
 """
 
 from __future__ import annotations
@@ -52,6 +55,27 @@ def composite(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable
         cancel = sched.cancel
         for i in cancelled:
             cancel(i)
+        drain(sched)
+        return n + len(replaced) + len(cancelled) + (n - len(cancelled))
+
+    return run
+
+
+def composite_single(make: Make, drain: Drain, n: int, seed: int, fns: Fns) -> Callable[[], int]:
+    """Schedule n tasks, re-schedule 10% sooner, cancel another 10%, run the rest: one call each."""
+    times, priorities, replaced, cancelled = composite_inputs(n, seed)
+    sooner = [times[i] * 0.5 for i in replaced]
+
+    def run() -> int:
+        sched = make()
+        schedule = sched.schedule
+        for task_id, run_at, priority, fn in zip(range(n), times, priorities, fns, strict=True):
+            schedule(task_id, run_at, priority, fn)
+        for task_id, run_at in zip(replaced, sooner, strict=True):
+            schedule(task_id, run_at, 0, fns[task_id])
+        cancel = sched.cancel
+        for task_id in cancelled:
+            cancel(task_id)
         drain(sched)
         return n + len(replaced) + len(cancelled) + (n - len(cancelled))
 
@@ -126,6 +150,7 @@ class Workload:
     title: str
     build: Callable[[Make, Drain, int, int, Fns], Callable[[], int]]
     cancels: bool  # it cancels or replaces, so sched's O(n) cancel is capped
+    single: bool = False  # claims one task a call (next()), not in batches
 
     @property
     def summary(self) -> str:
@@ -135,6 +160,8 @@ class Workload:
 
 WORKLOADS = [
     Workload("composite", "composite", composite, cancels=True),
+    Workload("composite_single", "composite, single calls", composite_single, cancels=True,
+             single=True),
     Workload("cancel_heavy", "cancel-heavy", cancel_heavy, cancels=True),
     Workload("replace_heavy", "replace-heavy", replace_heavy, cancels=True),
     Workload("equal_keys", "equal keys (FIFO)", equal_keys, cancels=False),

@@ -129,6 +129,25 @@ def test_only_times_the_competitors_named(tmp_path: Path,
     assert "pure twin" not in out and "SortedList" not in out
 
 
+def test_workloads_runs_only_the_workloads_named(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "out.json"
+    code, _, _ = run_cli(["--sizes", "20,200", "--sections", "scheduler", "--only", "versioned",
+                          "--workloads", "composite_single,equal_keys", "--quiet",
+                          "--json", str(path)], capsys)
+    assert code == 0
+    rows = json.loads(path.read_text())["rows"]
+    assert {row["workload"] for row in rows if "workload" in row} == {"composite_single",
+                                                                       "equal_keys"}
+
+
+def test_an_unknown_workload_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--workloads", "composite,nope"])
+    assert exit_info.value.code == 2
+    assert "nope" in capsys.readouterr().err
+
+
 def test_bad_sizes_and_sections_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     for args in (["--sizes", "ten"], ["--sections", "scheduler,nope"]):
         with pytest.raises(SystemExit) as exit_info:

@@ -33,7 +33,8 @@ def test_a_second_copy_of_a_build_is_a_module_of_its_own(tmp_path):
     assert [task.task_id for task in s.pop_due(0.0)] == ["a"]
 
 
-@pytest.mark.parametrize("workload", ["composite", "drain_pop_due", "drain_next", "equal_keys"])
+@pytest.mark.parametrize("workload", ["composite", "composite_single", "drain_pop_due",
+                                      "drain_next", "equal_keys"])
 def test_every_workload_reports_each_build(workload, capsys):
     path = compiled_module().__file__
     load_script().main([workload, "50", "2", f"one={path}", f"two={path}"])

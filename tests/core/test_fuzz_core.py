@@ -21,9 +21,10 @@ import random
 from pathlib import Path
 
 import pytest
-from fuzz.decode import operations, queue_operations
+from fuzz.decode import operations, queue_operations, spread_operations
 from fuzz.differential import Divergence, run_differential
 from fuzz.differential_queue import run_queue_differential
+from fuzz.spreads import SHAPES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -124,6 +125,57 @@ def test_holding_tasks_while_rescheduling_parks_versions():
     diff = run_differential(compiled_module(), pure_namespace(), ops[:3])
     assert diff.c.sched.stats()["parked"] > 0
     diff.run(ops[3:])
+
+
+# -- adversarial run times: bursts of the shapes in fuzz/spreads.py ---------------------
+
+
+def run_spread(data: bytes) -> None:
+    run_differential(compiled_module(), pure_namespace(), list(spread_operations(data)))
+
+
+# A burst (first byte < 48) or a cancel or partial claim of one (< 64), then ordinary bytes.
+SPREAD = st.tuples(st.integers(0, 63), st.binary(min_size=4, max_size=4)).map(
+    lambda t: bytes([t[0]]) + t[1])
+SPREAD_MIXED = st.lists(st.one_of(SPREAD, SPREAD, st.binary(min_size=1, max_size=10)),
+                        min_size=1, max_size=14).map(b"".join)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SPREAD_MIXED)
+def test_bursts_of_adversarial_times_agree(data):
+    run_spread(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("PYSCHED_FUZZ_EXAMPLES", "2000")) // 8, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(SPREAD_MIXED)
+def test_bursts_of_adversarial_times_agree_long(data):
+    run_spread(data)
+
+
+def test_the_corpus_replays_as_bursts():
+    """The saved inputs decoded as the atheris harness's second run decodes them."""
+    for path in corpus_files()[::16]:
+        try:
+            run_spread(path.read_bytes())
+        except Divergence as exc:
+            raise AssertionError(f"{path.name}: {exc}") from exc
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_shape_mixed_with_claims_parking_and_cancels(shape):
+    """Every shape through every path: bursts before and after partial drains, bursts
+    into a ladder being drained, past-due floods, parked versions and cancels."""
+    ops = [("spread", shape, 1500, 0, 1), ("pop_due", 1e308, 200), ("hold", 15, 1e308, 1e308),
+           ("spread", shape, 700, 64, 2), ("spread", "past_due", 300, 128, 3),
+           ("pop_due", 1e308, 400), ("cancel_spread", 1500, 0, 1),
+           ("spread_many", shape, 600, 192, 4), ("spread", "uniform", 300, 256, 5),
+           ("hold", 15, 1e308, -1.0), ("pop_due", 1e308, 900), ("peek",),
+           ("spread", shape, 1200, 320, 6), ("cancel_spread", 1200, 320, 6),
+           ("pop_due", 1e308, 50), ("spread_many", "past_due", 1100, 384, 7)]
+    run_differential(compiled_module(), pure_namespace(), ops)
 
 
 # -- the bounded queue: the core against the twin ------------------------------------

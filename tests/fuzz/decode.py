@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from .spreads import SHAPES
 from .values import EXCEPTIONS, FNS, IDS, PRIORITIES, TIMES, HashRaises
 
 HASHLESS = HashRaises()
@@ -73,38 +74,74 @@ def operations(data: bytes) -> Iterator[tuple]:
     count = 0
     while r.left() > 0 and count < MAX_OPS:
         count += 1
-        kind = r.byte() % 16
-        if kind <= 4:
-            yield ("schedule", _task_id(r), _time(r), _priority(r), r.pick(FNS))
-        elif kind <= 6:
-            yield ("cancel", _task_id(r))
-        elif kind == 7:
-            yield ("state", _task_id(r))
-        elif kind <= 9:
-            yield ("next", None if r.byte() % 4 == 0 else _time(r))
-        elif kind == 10:
-            yield ("set_clock", _time(r))
-        elif kind == 11:
-            yield ("complete", r.byte())
-        elif kind == 12:
-            yield ("fail", r.byte(), r.pick(EXCEPTIONS))
-        elif kind == 13:
-            bad = r.pick([None, "task", 1, _Fake()])
-            yield ("complete_bad", bad) if r.byte() % 2 else ("fail_bad", bad, r.pick(EXCEPTIONS))
-        elif kind == 14:
-            yield ("burst", r.byte() % 130, r.byte(), _time(r))
-        else:
-            b = r.byte()
-            if b < 192:  # the operations of the first version of this decoding
-                which = b % 3
-                if which == 0:
-                    yield ("cancel_burst", r.byte() % 130, r.byte())
-                elif which == 1:
-                    yield ("foreign",)
-                else:
-                    yield ("drain", _time(r))
+        yield from _operation(r)
+
+
+def _operation(r: Reader) -> Iterator[tuple]:
+    """The next operation of ``r``."""
+    kind = r.byte() % 16
+    if kind <= 4:
+        yield ("schedule", _task_id(r), _time(r), _priority(r), r.pick(FNS))
+    elif kind <= 6:
+        yield ("cancel", _task_id(r))
+    elif kind == 7:
+        yield ("state", _task_id(r))
+    elif kind <= 9:
+        yield ("next", None if r.byte() % 4 == 0 else _time(r))
+    elif kind == 10:
+        yield ("set_clock", _time(r))
+    elif kind == 11:
+        yield ("complete", r.byte())
+    elif kind == 12:
+        yield ("fail", r.byte(), r.pick(EXCEPTIONS))
+    elif kind == 13:
+        bad = r.pick([None, "task", 1, _Fake()])
+        yield ("complete_bad", bad) if r.byte() % 2 else ("fail_bad", bad, r.pick(EXCEPTIONS))
+    elif kind == 14:
+        yield ("burst", r.byte() % 130, r.byte(), _time(r))
+    else:
+        b = r.byte()
+        if b < 192:  # the operations of the first version of this decoding
+            which = b % 3
+            if which == 0:
+                yield ("cancel_burst", r.byte() % 130, r.byte())
+            elif which == 1:
+                yield ("foreign",)
             else:
-                yield from _newer_operation(r, b % 8)
+                yield ("drain", _time(r))
+        else:
+            yield from _newer_operation(r, b % 8)
+
+
+MAX_SPREAD_OPS = 40  # spreads schedule up to 2,040 tasks, and every step checks them all
+
+
+def spread_operations(data: bytes) -> Iterator[tuple]:
+    """Operations rich in big bursts of run times of the shapes in spreads.py.
+
+    About one operation in four is a burst of up to 2,040 tasks (one call each
+    or one ``schedule_many``), or cancels half of an earlier one's; the rest
+    decode as in ``operations``, so bursts mix with claims, holds and parking.
+    """
+    r = Reader(data)
+    count = 0
+    while r.left() > 0 and count < MAX_SPREAD_OPS:
+        count += 1
+        b = r.byte()
+        if b >= 64:
+            yield from _operation(r)
+            continue
+        base = r.byte() * 64
+        size = 1 + r.byte() * 8
+        seed = r.byte()
+        if b < 40:
+            yield ("spread", SHAPES[r.byte() % len(SHAPES)], size, base, seed)
+        elif b < 48:
+            yield ("spread_many", SHAPES[r.byte() % len(SHAPES)], size, base, seed)
+        elif b < 56:
+            yield ("cancel_spread", size, base, seed)
+        else:  # claim part of what is due, so later bursts land between and before buckets
+            yield ("pop_due", r.pick([1e308, 0.0, 5.0, 1000.0, -1e5]), size)
 
 
 def _newer_operation(r: Reader, which: int) -> Iterator[tuple]:

@@ -18,6 +18,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .spreads import spread_cancels, spread_items
+
 # One message differs by design: the compiled core types ``task`` in the
 # signatures of complete() and fail(), so Cython words that TypeError itself
 # (and checks it before ``exception``). Only the type must then agree.
@@ -102,6 +104,17 @@ class Side:
             return s.schedule_many(args[0])
         if name == "hold":
             return self._hold(*args)
+        if name == "spread":
+            shape, count, base, seed = args
+            return [s.schedule(task_id, run_at, priority, print)
+                    for task_id, run_at, priority in spread_items(shape, count, base, seed)]
+        if name == "spread_many":
+            shape, count, base, seed = args
+            return s.schedule_many([(task_id, run_at, priority, len) for task_id, run_at, priority
+                                    in spread_items(shape, count, base, seed)])
+        if name == "cancel_spread":
+            count, base, seed = args
+            return [s.cancel(task_id) for task_id in spread_cancels(count, base, seed)]
         raise ValueError(f"unknown operation {name!r}")
 
     def _hold(self, count: int, now: float, later: float) -> list[Any]:

@@ -1,7 +1,8 @@
 """Coverage-guided differential fuzzing of the core Scheduler with atheris.
 
 Each input decodes (tests/fuzz/decode.py) to a sequence of operations, run on
-the compiled core and the pure twin side by side (tests/fuzz/differential.py):
+the compiled core and the pure twin side by side (tests/fuzz/differential.py),
+and then again to one rich in bursts of adversarial run times (spreads.py):
 no crash, no hang, ``_check()`` after every step, identical outcomes. The pure
 twin, the validators and the harness are instrumented, so the twin's branches
 (which mirror the core's) guide the search.
@@ -25,7 +26,7 @@ import atheris
 with atheris.instrument_imports(include=["pysched", "fuzz"]):
     import pysched._scheduler_py as pure
 
-    from .decode import operations
+    from .decode import operations, spread_operations
     from .differential import run_differential
 
 import pysched._core as compiled  # noqa: E402  # compiled: nothing to instrument
@@ -33,6 +34,8 @@ import pysched._core as compiled  # noqa: E402  # compiled: nothing to instrumen
 
 def test_one_input(data: bytes) -> None:
     run_differential(compiled, pure, list(operations(data)))
+    # The same bytes again, as bursts of adversarial run times among the operations.
+    run_differential(compiled, pure, list(spread_operations(data)))
 
 
 def main() -> None:
