@@ -6,8 +6,8 @@ holds a few hundred, spread over every part of the core's ladder (a rung being
 drained, the far tasks above it, past-due ones before it, a parked version),
 and the finalisers' actions move buckets down (peek), land before, inside and
 past the buckets, claim and cancel; or it holds them all still unsorted, so that
-an action's peek moves every one while the call is under way. The outcome must be that of the action run
-before the call, after it, or (for the batch calls) between two of its items,
+an action's peek moves every one while the call is under way. The outcome must be
+that of the action run before the call, after it, or (for the batch calls) between two of its items,
 as the plain model computes them.
 """
 
@@ -157,7 +157,8 @@ IMPLS = [pytest.param("c", marks=pytest.mark.skipif(NO_EXTENSIONS, reason="pure 
 QUICK_ACTIONS = ("peek", "claim")
 
 
-@pytest.mark.parametrize("action", [name if name in QUICK_ACTIONS else pytest.param(name, marks=SLOW)
+@pytest.mark.parametrize("action", [name if name in QUICK_ACTIONS
+                                    else pytest.param(name, marks=SLOW)
                                     for name in sorted(ACTIONS)])
 @pytest.mark.parametrize("call", sorted(CALLS))
 @pytest.mark.parametrize("base", sorted(BASES))
