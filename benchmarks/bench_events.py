@@ -3,11 +3,10 @@
 Each round runs the throughput workload of ``python -m pysched.bench`` (make a
 pool, N due no-ops through 4 workers by ``submit`` or ``schedule``, collect
 them by ``result()``, shut down) on: the BEFORE tree's pool (loaded beside this
-one as ``pysched_before``, as ``compare_pool_builds.py`` does; both share the
+one as ``pysched_before``, as ``compare_trees.py`` does; both share the
 compiled core loaded here), this tree's pool with no listener, and this tree's
 pool with one listener of every kind that does nothing (so every event is
-built and delivered). Self-contained, so that it runs whatever the other
-comparison scripts become. The order is reversed every round. Shown: the median
+built and delivered). The order is reversed every round. Shown: the median
 rate of each, and the median and quartiles of the ratios to "before" paired
 within a round, for the rate and for the process CPU time per task.
 
@@ -20,39 +19,19 @@ measure on a busy machine), for example
 
 from __future__ import annotations
 
-import importlib
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from compare_trees import load_before, quartiles  # beside this script
 
 import pysched
 from pysched import _impl
 from pysched.bench.runtime_workloads import collect_results, whole_run
 
 WORKERS = 4
-
-
-def load_before(tree: str) -> Any:
-    """The ``pysched`` package of ``tree``, imported as ``pysched_before`` (its relative
-    imports keep it whole; it shares the compiled core loaded here)."""
-    source = Path(tree) / "pysched"
-    if not (source / "__init__.py").is_file():
-        raise SystemExit(f"no pysched package in {tree}")
-    target = Path(tempfile.mkdtemp(prefix="pysched-before-")) / "pysched_before"
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
-    sys.path.insert(0, str(target.parent))
-    return importlib.import_module("pysched_before")
-
-
-def quartiles(values: list[float]) -> tuple[float, float, float]:
-    ordered = sorted(values)
-    n = len(ordered)
-    return ordered[n // 4], statistics.median(ordered), ordered[(3 * n) // 4]
 
 
 def _ignore(event: Any) -> None:
