@@ -50,6 +50,7 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 # --- the command, end to end ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # a whole run of the command
 def test_cli_runs_every_section_end_to_end(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     out_json = tmp_path / "bench.json"
@@ -74,6 +75,7 @@ def test_cli_runs_every_section_end_to_end(tmp_path: Path,
     assert out_json.is_file()
 
 
+@pytest.mark.slow  # a whole run of the command
 def test_progress_bar_goes_to_stderr_one_line_per_step(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(["--sizes", "20,200", "--sections", "scheduler"], capsys)
     assert code == 0
@@ -87,6 +89,7 @@ def test_progress_bar_goes_to_stderr_one_line_per_step(capsys: pytest.CaptureFix
     assert not any(line.startswith("[") for line in out.splitlines())  # no bar in the report
 
 
+@pytest.mark.slow  # a whole run of the command
 def test_json_has_the_promised_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "out.json"
     code, _, _ = run_cli(["--sizes", "20,200", "--sections", "scheduler,bounded", "--quiet",

@@ -79,6 +79,7 @@ def test_apscheduler_names_every_fire_time_it_did_not_run():
     assert figures["duplicate"] == figures["off_grid"] == 0
 
 
+@pytest.mark.slow  # a whole run of the script, a process per competitor
 def test_the_script_runs_each_competitor_in_a_fresh_process(capsys, tmp_path):
     out_file = tmp_path / "calendar.json"
     main = runpy.run_path(str(BENCH))["main"]

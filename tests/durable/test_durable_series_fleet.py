@@ -195,6 +195,7 @@ def postgres_table() -> Any:
     h.drop_postgres_table(url, table)
 
 
+@pytest.mark.slow  # a fleet of processes
 @pytest.mark.parametrize("kill", [False, True], ids=["all-live", "one-killed"])
 def test_three_processes_on_postgres_run_each_fire_time_once(
         postgres_table: tuple[str, str], tmp_path: Path, kill: bool) -> None:
@@ -202,6 +203,7 @@ def test_three_processes_on_postgres_run_each_fire_time_once(
     fleet(url, table, tmp_path, procs=3, seconds=12, kill=kill)
 
 
+@pytest.mark.slow  # a fleet of processes
 @pytest.mark.parametrize("kill", [False, True], ids=["all-live", "one-killed"])
 def test_two_processes_on_one_sqlite_file_run_each_fire_time_once(
         tmp_path: Path, kill: bool) -> None:
