@@ -28,9 +28,8 @@ uvicorn = pytest.importorskip("uvicorn", reason="the dashboard needs the web ext
 pytest.importorskip("selenium", reason="the browser tests need selenium (the test extra)")
 
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from pysched import durable  # noqa: E402
@@ -133,7 +132,17 @@ def submit(browser: Any, button: Any) -> None:
     are over by then, so the store shows what the action wrote)."""
     page = browser.find_element(By.TAG_NAME, "html")
     button.click()
-    WebDriverWait(browser, 30).until(staleness_of(page))
+    WebDriverWait(browser, 30).until(lambda _: left(page))
+
+
+def left(page: Any) -> bool:
+    """Whether the browser has left the document that ``page`` belongs to. Mid-way,
+    chromedriver may say "does not belong to the document" instead of "stale"."""
+    try:
+        page.is_enabled()
+    except WebDriverException:  # StaleElementReferenceException is one
+        return True
+    return False
 
 
 def test_every_page_loads(browser: Any, served: Served) -> None:
