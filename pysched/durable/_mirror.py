@@ -24,6 +24,7 @@ from ._counters import Counters
 from ._futures import DurableFuture, settle_from_row
 from ._inflight import Inflight
 from ._settings import Routing
+from ._watch import FutureWatch
 from .errors import BadRow
 from .store import FINAL_STATES, PENDING, Row, Store, check_fields
 from .timebase import Timebase
@@ -77,6 +78,8 @@ class Mirror:
         # (task_id, version) of bad rows that could not be marked error (SQLite keeps ids
         # that name no row: NULL, or not UTF-8): refused here once, then skipped.
         self._unmarked: set[tuple[object, object]] = set()
+        self._watch = FutureWatch(store, inflight, self.sync, self._local_ids)
+        self._watch.start()
 
     def __len__(self) -> int:
         """The pending rows in the local heap."""
@@ -243,13 +246,11 @@ class Mirror:
         return self._last_full + self._resync_every
 
     def settle_watched(self) -> None:
-        """Re-read the rows of Futures whose versions are neither pending nor running here.
+        """Settle the Futures whose versions are neither pending nor running here from
+        their rows: their versions run (or were cancelled) in other processes, which
+        send no notification for a finish. See ``FutureWatch`` for what a poll reads."""
+        self._watch.poll()
 
-        Their versions run (or were cancelled) in other processes, which send
-        no notification for a finish. O(such Futures) per poll.
-        """
+    def _local_ids(self) -> set[str]:
         with self._lock:
-            here = set(self.entries)
-        watched = self._inflight.watched(here)
-        if watched:
-            self.sync(self._store.rows(watched))
+            return set(self.entries)

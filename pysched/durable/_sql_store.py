@@ -216,6 +216,10 @@ class SQLStore(Store):
         ids = self.sql.list_param(list(dict.fromkeys(task_ids)))
         return rows_of(self._read(self.sql.rows_of, self._with_clock({"ids": ids})))
 
+    def finished_since(self, since: float) -> list[Row]:
+        return rows_of(self._read(self.sql.rows_finished_since,
+                                  self._with_clock({"since": since})))
+
     def retry(self, task_id: str) -> int | None:
         check_key(task_id, "task_id")
         result: int | None = self._group.submit(_Op("retry", task_id=task_id))

@@ -92,6 +92,9 @@ class TaskSQL(ABC):
         self.rows_pending = sql(f"SELECT {ROW_COLUMNS} FROM {t} WHERE state = 'pending'")
         self.rows_of = sql(f"SELECT {ROW_COLUMNS} FROM {t}"
                            f" WHERE {self.in_list('task_id', ':ids')}")
+        # The finished rows' index (listing_sql), from ``:since`` on.
+        self.rows_finished_since = sql(f"SELECT {ROW_COLUMNS} FROM {t}"
+                                       f" WHERE {FINISHED} AND {FINISHED_AT} >= :since")
         self.get = sql(f"SELECT {', '.join(COLUMNS)} FROM {t} WHERE task_id = :id")
         self.counts = sql(f"SELECT state, count(*) FROM {t} GROUP BY state")
         self.pending_stats = sql(f"SELECT count(*), min(run_at) FROM {t}"

@@ -207,6 +207,12 @@ class Store(ABC):
     def rows(self, task_ids: Sequence[str] | None = None) -> list[Row]:
         """Every pending row (``task_ids`` None), or the rows of ``task_ids`` in any state."""
 
+    def finished_since(self, since: float) -> list[Row] | None:
+        """The rows in a final state last written at or after ``since`` (store clock), from
+        an index of the finished rows by that time; None where the store keeps none (then
+        a caller re-reads the rows it wants by id)."""
+        return None
+
     @abstractmethod
     def claim(self, threshold: float, limit: int, owner: str, lease: float,
               serves: Serves | None = None, batch: str | None = None) -> list[Claim]:
