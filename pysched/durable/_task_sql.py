@@ -266,6 +266,10 @@ class SQLiteTaskSQL(TaskSQL):
         # Takes ``count`` scheduling order numbers at once: the last one taken.
         self.take_seq = sql(f"UPDATE {meta} SET value = value + :count WHERE key = 'seq'"
                             " RETURNING value")
+        # The same, and the bump of ``changes`` for others to see them: one statement.
+        self.take_seq_announce = sql(
+            f"UPDATE {meta} SET value = value + CASE key WHEN 'seq' THEN :count ELSE 1 END"
+            " WHERE key IN ('seq', 'changes') RETURNING key, value")
         self.bump_seq = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'seq'")
         self.bump_changes = sql(f"UPDATE {meta} SET value = value + 1 WHERE key = 'changes'")
         self.read_changes = sql(f"SELECT value FROM {meta} WHERE key = 'changes'")
@@ -376,9 +380,13 @@ class PostgresTaskSQL(TaskSQL):
             f"{self._upsert} RETURNING task_id, version")
         # The same with its notification, as one statement: a group of schedules commits in
         # one round trip, without BEGIN and COMMIT (autocommit makes it its own transaction).
-        self.schedule_notify = sql(
-            f"WITH ins AS ({self.schedule}), note AS (SELECT pg_notify(:channel, :payload))"
-            " SELECT task_id, version FROM ins, note")
+        self.schedule_notify = self._with_notify(self.schedule)
+        # One task, its parameters scalars: arrays cost the client more to send.
+        self.schedule_one_notify = self._with_notify(sql(
+            f"INSERT INTO {t} AS t (task_id, version, state, run_at, priority, ref, args,"
+            f" attempts, seq, fmt, queue) VALUES (:id, 1, 'pending', :run_at, :priority, :ref,"
+            f" :args, 0, {self.next_seq()}, :fmt, :queue){self._upsert}"
+            " RETURNING task_id, version"))
         # The bulk path: rows COPYed (binary) into a table of the transaction, each with
         # its run of distinct ids and its place in the run, then inserted a run at a time.
         stage = "pg_temp." + quote(f"{table}_stage")
@@ -415,6 +423,11 @@ class PostgresTaskSQL(TaskSQL):
                           "heartbeat_tokens": self._lock(self._heartbeat_tokens_where()),
                           **{f"release.{name}": self._lock(where)
                              for name, where in self._release_where().items()}}
+
+    def _with_notify(self, insert: str) -> str:
+        """``insert`` (RETURNING task_id, version) and its notification, one statement."""
+        return self._sql(f"WITH ins AS ({insert}), note AS (SELECT pg_notify(:channel,"
+                         " :payload)) SELECT task_id, version FROM ins, note")
 
     def _lock(self, where: str) -> str:
         return self._sql(f"SELECT 1 FROM {self.t} WHERE {where} ORDER BY task_id FOR UPDATE")

@@ -121,27 +121,29 @@ class PostgresStore(SQLStore):
             payloads.append(chunk)
         return [json.dumps(ids, separators=(",", ":")) for ids in payloads]
 
-    def _commit_one_statement(self, ops: Sequence[Any]) -> list[Any] | None:
-        """Schedules only, of distinct ids, notified in one payload: one statement."""
-        if any(op.kind != "schedule" for op in ops):
-            return None
-        tasks = [task for op in ops for task in op.tasks]
+    def _schedule_group(self, tasks: Sequence[NewTask]) -> list[int]:
+        """Tasks of distinct ids notified in one payload: one statement with its
+        notification, in autocommit (one round trip, no BEGIN and COMMIT); a lone task's
+        parameters as scalars, cheaper to send than arrays. Else by ``_schedule_rows``."""
         ids = [x.task_id for x in tasks]
-        if len(set(ids)) != len(ids):
-            return None
         payloads = self._payloads(ids)
-        if len(payloads) != 1:
-            return None
-        params = {"fmt": ROW_FORMAT, "ids": ids, "run_ats": [x.run_at for x in tasks],
-                  "priorities": [x.priority for x in tasks], "refs": [x.ref for x in tasks],
-                  "args": [x.args for x in tasks], "queues": [x.queue for x in tasks],
-                  "channel": self.table, "payload": payloads[0]}
+        if len(payloads) != 1 or len(set(ids)) != len(ids):
+            return super()._schedule_group(tasks)
+        sql = self.sql
+        note = {"fmt": ROW_FORMAT, "channel": self.table, "payload": payloads[0]}
+        if len(tasks) == 1:
+            [x] = tasks
+            statement, params = sql.schedule_one_notify, {
+                "id": x.task_id, "run_at": x.run_at, "priority": x.priority, "ref": x.ref,
+                "args": x.args, "queue": x.queue, **note}
+        else:
+            statement, params = sql.schedule_notify, {
+                "ids": ids, "run_ats": [x.run_at for x in tasks],
+                "priorities": [x.priority for x in tasks], "refs": [x.ref for x in tasks],
+                "args": [x.args for x in tasks], "queues": [x.queue for x in tasks], **note}
         db = self._conns.get()
-        got = dict(_retried(lambda: db.execute(self.sql.schedule_notify, params).fetchall()))
-        results: list[Any] = []
-        for op in ops:
-            results.append([got[x.task_id] for x in op.tasks])
-        return results
+        got = dict(_retried(lambda: db.execute(statement, params).fetchall()))
+        return [got[task_id] for task_id in ids]
 
     # -- what only PostgreSQL does so ------------------------------------------------------------
 

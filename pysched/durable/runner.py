@@ -107,6 +107,9 @@ MIN_LEASE = 0.1
 
 log = logging.getLogger("pysched.durable")
 
+_NO_ARGS = encode_args((), None)  # the stored args of a call given none
+_NO_FN = object()  # no function looked up yet
+
 
 class DurableScheduler:
     """A task scheduler whose schedule survives restarts and is shared between processes.
@@ -384,16 +387,20 @@ class DurableScheduler:
         if queue is not None:
             check_key(queue, "queue")
         new = []
+        to_wall = self.timebase.to_wall
+        last_fn: Any = _NO_FN  # the batch's items mostly name one function: looked up once
         for item in items:
             task_id, run_at, priority, fn, *rest = item
             check_key(task_id, "task_id")
             run_at = check_time(run_at, "run_at")
-            wall = self.timebase.to_wall(run_at)
+            wall = to_wall(run_at)
             check_wall(wall, "run_at", run_at)
-            args = encode_args(rest[0] if rest else (), rest[1] if len(rest) > 1 else None)
-            ref = self.registry.reference(fn)
-            new.append(NewTask(task_id, wall, check_priority(priority), ref, args,
-                               queue or self.registry.options(ref).queue))
+            args = _args_text(*rest)
+            if fn is not last_fn:
+                ref = self.registry.reference(fn)
+                task_queue = queue or self.registry.options(ref).queue
+                last_fn = fn
+            new.append(NewTask(task_id, wall, check_priority(priority), ref, args, task_queue))
         self._check_open()
 
         def write() -> list[tuple[str, int]]:
@@ -403,10 +410,11 @@ class DurableScheduler:
         futures, cancelled = self._inflight.add_versions(write, self._future)
         if self._events.wanted:  # posted before the claiming thread can see them
             self._tell_scheduled(new, futures, cancelled)
-        served = self._routing.served()
-        self._mirror.scheduled([(task.task_id, future.version, task.run_at, task.priority,
-                                 served(task.ref, task.queue))
-                                for task, future in zip(new, futures, strict=True)])
+        if self._routing.claims:  # a producer keeps no local heap
+            served = self._routing.served()
+            self._mirror.scheduled([(task.task_id, future.version, task.run_at, task.priority,
+                                     served(task.ref, task.queue))
+                                    for task, future in zip(new, futures, strict=True)])
         cancel_all(cancelled)
         self._events.deliver()
         for task in new:  # a task id is one thing: a one-shot replaces its series
@@ -674,6 +682,14 @@ def _beat_also(series_beat: Callable[[], object], roster: Roster | None,
     guarded(series_beat, "series heartbeat", counters)
     if roster is not None:
         guarded(roster.beat, "workers' roster", counters)
+
+
+def _args_text(args: Any = (), kwargs: Any = None) -> str:
+    """``encode_args``, with no JSON encoding for the common call given no arguments."""
+    if type(args) in (tuple, list) and not args and (
+            kwargs is None or type(kwargs) is dict and not kwargs):
+        return _NO_ARGS
+    return encode_args(args, kwargs)
 
 
 def _queues(queues: Iterable[str]) -> tuple[str, ...]:

@@ -108,9 +108,19 @@ class SQLiteStore(SQLStore):
 
     # -- what only SQLite does so --------------------------------------------------------------
 
-    def _schedule_rows(self, db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[int]:
+    def _schedule_group(self, tasks: Sequence[NewTask]) -> list[int]:
+        # The order numbers and the announcement in one statement.
+        return self._write(lambda db: self._schedule_rows(db, tasks, announce=True))
+
+    def _schedule_rows(self, db: sqlite3.Connection, tasks: Sequence[NewTask],
+                       announce: bool = False) -> list[int]:
+        """Store ``tasks``; with ``announce``, bump the changes counter too."""
         sql = self.sql
-        (last,) = db.execute(sql.take_seq, {"count": len(tasks)}).fetchone()
+        if announce:
+            taken = dict(db.execute(sql.take_seq_announce, {"count": len(tasks)}).fetchall())
+            last = taken["seq"]
+        else:
+            (last,) = db.execute(sql.take_seq, {"count": len(tasks)}).fetchone()
         first = int(last) - len(tasks) + 1
         versions: dict[int, int] = {}
         for start in range(0, len(tasks), sql.SCHEDULE_ROWS):

@@ -43,20 +43,17 @@ def task(task_id: str, priority: int = 0, args: str = ARGS) -> NewTask:
 def watch(store: Any) -> list[tuple[threading.Thread, list[Any]]]:
     """The thread and the writes of each transaction the store commits from now on."""
     seen: list[tuple[threading.Thread, list[Any]]] = []
-    apply, one = store._apply, store._commit_one_statement
+    apply, schedules = store._apply, store._commit_schedules
 
     def watched_apply(db: Any, ops: Any) -> Any:
         seen.append((threading.current_thread(), list(ops)))
         return apply(db, ops)
 
-    def watched_one(ops: Any) -> Any:
+    def watched_schedules(ops: Any) -> Any:
         seen.append((threading.current_thread(), list(ops)))
-        results = one(ops)
-        if results is None:  # not by one statement: _apply will say it
-            seen.pop()
-        return results
+        return schedules(ops)
 
-    store._apply, store._commit_one_statement = watched_apply, watched_one
+    store._apply, store._commit_schedules = watched_apply, watched_schedules
     return seen
 
 
@@ -189,7 +186,8 @@ def test_a_connection_error_fails_the_whole_group_without_writing_again(
         error = psycopg.OperationalError("the connection is lost")
     writes = []
     write = store._write
-    store._commit_one_statement = lambda ops: None  # every group by _write
+    # Every group by _write (a group of schedules on PostgreSQL would be one statement).
+    store._commit_schedules = lambda ops: store._write(lambda db: store._apply(db, ops))
 
     def failing(work: Any) -> Any:
         writes.append(work)
