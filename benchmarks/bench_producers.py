@@ -118,8 +118,9 @@ def measure(store_spec: str, seconds: float, rate: float, bulk: int) -> dict[str
     except BaseException:
         s.close()
         raise
-    # Not closed: a producer polls the rows of every Future it watches, and closing waits
-    # for that poll of 100,000 rows; the table is thrown away.
+    # Not closed: a producer of a build before the bounded watch polls the rows of every
+    # Future it watches, and closing waits for that poll of 100,000 rows; the table is
+    # thrown away.
     return out
 
 
