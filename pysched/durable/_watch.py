@@ -63,28 +63,32 @@ class FutureWatch:
         self._since = self._store.now() - MARGIN
 
     def poll(self) -> None:
-        """Settle the Futures whose rows another process ended (see the module)."""
+        """Settle the Futures whose rows another process ended (see the module). A read
+        that raises leaves the window and the sweep where they were."""
         since = self._since
-        self._since = self._store.now() - MARGIN
+        until = self._store.now() - MARGIN  # the next window's start, once this one is read
         here = self._local()
-        refilled = not self._sweep
-        if refilled:
+        if not self._sweep:
             if not self._inflight.watch_count():
+                self._since = until
                 return
             self._sweep = self._inflight.watched(here)
-        whole = refilled and len(self._sweep) <= BATCH  # this batch reads every one
+            whole = len(self._sweep) <= BATCH  # this poll's batch reads every one
+        else:
+            whole = False
         batch = self._sweep[-BATCH:]
-        del self._sweep[-BATCH:]
         rows: list[Row] = []
         if not whole:
             finished = None if since is None else self._store.finished_since(since)
             if finished is None:  # the window cannot be read: every watched row is
-                batch, self._sweep = self._inflight.watched(here), []
+                batch = self._inflight.watched(here)
             else:
                 watched = set(self._inflight.watched(here, among=[r.task_id for r in finished]))
                 rows = [row for row in finished if row.task_id in watched]
-        batch = self._inflight.watched(here, among=batch)  # some were settled meanwhile
-        if batch:
-            rows += self._store.rows(batch)
+        ids = self._inflight.watched(here, among=batch)  # some were settled meanwhile
+        if ids:
+            rows += self._store.rows(ids)
+        self._since = until
+        del self._sweep[-len(batch):]
         if rows:
             self._settle(rows)
