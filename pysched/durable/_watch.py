@@ -19,11 +19,13 @@ watched; a finished version is settled at the next poll, and every watched
 row is read at least once every ``watched / BATCH`` polls. With at most
 ``BATCH`` watched, the sweep reads every one of them at each poll and the
 window is not read. A store that cannot say what finished (a ``MemoryStore``,
-in this process) has every watched row read at each poll.
+in this process) has every watched row read at each poll. With nothing
+watched, a poll reads nothing, the store's clock at most every ``IDLE_READ``.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Container, Sequence
 
 from ._inflight import Inflight
@@ -37,6 +39,10 @@ BATCH = 256  # watched rows read by id per poll
 # seen by the window: a finish reads the clock inside its transaction, just before it
 # commits. A later commit is left to the sweep.
 MARGIN = 5.0
+# Seconds between two readings of the store's clock while nothing is watched: a worker
+# without Futures pays no round trip per poll, and the window of its next Future's
+# first poll reaches back at most this far (more finished rows read, once).
+IDLE_READ = 30.0
 
 
 class FutureWatch:
@@ -57,21 +63,27 @@ class FutureWatch:
         # a Future registered after that reading is of a row written after it.
         self._since: float | None = None
         self._sweep: list[str] = []  # the ids this round of the sweep has yet to read
+        self._read_at = 0.0  # time.monotonic() before the store's clock was last read
 
     def start(self) -> None:
         """Before the first Future is watched: start the window now."""
+        self._read_at = time.monotonic()
         self._since = self._store.now() - MARGIN
 
     def poll(self) -> None:
         """Settle the Futures whose rows another process ended (see the module). A read
         that raises leaves the window and the sweep where they were."""
         since = self._since
+        idle = not self._sweep and not self._inflight.watch_count()
+        if idle and since is not None and time.monotonic() - self._read_at < IDLE_READ:
+            return  # an older window start only widens the next window
+        read_at = time.monotonic()
         until = self._store.now() - MARGIN  # the next window's start, once this one is read
+        if idle:
+            self._since, self._read_at = until, read_at
+            return
         here = self._local()
         if not self._sweep:
-            if not self._inflight.watch_count():
-                self._since = until
-                return
             self._sweep = self._inflight.watched(here)
             whole = len(self._sweep) <= BATCH  # this poll's batch reads every one
         else:
@@ -88,7 +100,7 @@ class FutureWatch:
         ids = self._inflight.watched(here, among=batch)  # some were settled meanwhile
         if ids:
             rows += self._store.rows(ids)
-        self._since = until
+        self._since, self._read_at = until, read_at
         del self._sweep[-len(batch):]
         if rows:
             self._settle(rows)

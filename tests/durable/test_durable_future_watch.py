@@ -24,8 +24,10 @@ class Rows:
         self.table: dict[str, tuple[Row, float]] = {}
         self.asked: list[int] = []
         self.fail_next = False
+        self.clock_reads = 0
 
     def now(self) -> float:
+        self.clock_reads += 1
         return self.clock
 
     def put(self, task_id: str, state: str, version: int = 1) -> None:
@@ -44,7 +46,8 @@ class Rows:
         return [self.table[i][0] for i in task_ids if i in self.table]
 
 
-def watching(n: int) -> tuple[FutureWatch, Rows, dict[str, DurableFuture], list[str]]:
+def watching(n: int) -> tuple[FutureWatch, Rows, Inflight, list[str]]:
+    """A watch of ``n`` pending rows' Futures; what it settles, by task id."""
     store = Rows()
     inflight = Inflight()
     settled: list[str] = []
@@ -61,9 +64,9 @@ def watching(n: int) -> tuple[FutureWatch, Rows, dict[str, DurableFuture], list[
     ids = [f"t{i}" for i in range(n)]
     for i in ids:
         store.put(i, "pending")
-    futures, _ = inflight.add_versions(lambda: [(i, 1) for i in ids],
-                                       lambda i, v: DurableFuture(lambda f: False, i, v))
-    return watch, store, {f.task_id: f for f in futures}, settled
+    inflight.add_versions(lambda: [(i, 1) for i in ids],
+                          lambda i, v: DurableFuture(lambda f: False, i, v))
+    return watch, store, inflight, settled
 
 
 def test_a_poll_reads_the_finished_and_one_batch_never_every_watched_row() -> None:
@@ -106,3 +109,21 @@ def test_a_failed_read_leaves_the_window_where_it_was() -> None:
     store.clock += 10 * MARGIN
     watch.poll()  # t5 finished before the failed poll's clock: still in this window
     assert settled == ["t5"]
+
+
+def test_with_nothing_watched_a_poll_reads_nothing_and_a_later_future_is_still_seen() -> None:
+    watch, store, inflight, settled = watching(0)
+    reads = store.clock_reads
+    for _ in range(20):
+        store.clock += 1
+        watch.poll()
+    assert store.clock_reads == reads and store.asked == []
+    ids = [f"n{i}" for i in range(5 * BATCH)]
+    for i in ids:
+        store.put(i, "pending")
+    inflight.add_versions(lambda: [(i, 1) for i in ids],
+                          lambda i, v: DurableFuture(lambda f: False, i, v))
+    store.clock += 1
+    store.put("n9", "completed")
+    watch.poll()
+    assert settled == ["n9"] and max(store.asked) <= BATCH
