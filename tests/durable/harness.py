@@ -270,8 +270,10 @@ def share_run(target: str, table: str, log: str, *, n: int, procs: int, lease: f
         kill(running[0])
         for task_id in store.held_by(owners[0]):  # the dead release nothing any more
             row = store.get(task_id)
-            assert row is not None
-            frozen[task_id] = row["lease_expires"]
+            # Read apart from held_by: by now the lease may have lapsed and a survivor
+            # claimed the row, whose lease is then not the one frozen.
+            if row is not None and row["lease_owner"] == owners[0]:
+                frozen[task_id] = row["lease_expires"]
 
     def stop_last() -> None:
         wait_for_ends(log, n / 10)
