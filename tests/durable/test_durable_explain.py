@@ -98,8 +98,7 @@ class Explained:
             assert reads.ensure_indexes() == []
         finally:
             reads.db.close()
-        if self.analyzed:
-            self.run("ANALYZE " + f'"{self.table}"')
+        self.run(*(['ANALYZE "' + self.table + '"'] if self.analyzed else []))
 
     analyzed = True
 
@@ -141,6 +140,9 @@ class SQLiteExplained(Explained):
         for statement in statements:
             self._explain.execute(statement)
         self._explain.commit()
+        # EXPLAIN QUERY PLAN plans with the schema this connection read last, and never
+        # reads it again by itself: a read does, to see the indexes other connections made.
+        self._explain.execute("SELECT count(*) FROM sqlite_master").fetchall()
 
     def _details(self, sql: str) -> list[str]:
         return [r[3] for r in self._explain.execute("EXPLAIN QUERY PLAN " + sql).fetchall()]
