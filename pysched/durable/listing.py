@@ -400,7 +400,7 @@ class Listing:
         """Counts by state and queue, workers, the last hour's outcomes, series by state.
 
         Each count reads at most its cap of index entries (see ``Overview``); the last
-        hour reads the rows written in it through the ``updated_at`` index.
+        hour reads the rows finished in it through the finished rows' index.
         """
         self.check()
         now = self.db.now()
