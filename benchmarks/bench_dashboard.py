@@ -51,7 +51,7 @@ import uvicorn
 
 from pysched.durable import PostgresStore
 from pysched.durable.listing import Listing, encode_cursor
-from pysched.durable.listing_sql import listing_index_statements
+from pysched.durable.listing_sql import LISTING_INDEXES, index_statements
 from pysched.durable.reading import connect
 from pysched.web import create_app
 
@@ -152,6 +152,8 @@ def load(url: str, table: str, rows: int) -> None:
         loaded = time.perf_counter() - started
     PostgresStore(url, table=table).close()  # builds the indexes again
     with psycopg.connect(url, autocommit=True) as db:
+        for statement in index_statements(table, LISTING_INDEXES):  # as a first listing does
+            db.execute(statement)
         for name in (table, f"{table}_series", f"{table}_fires"):
             db.execute(f"VACUUM ANALYZE {name}")
     print(f"  {table}: {rows:,} rows loaded in {loaded:.1f} s, indexes built,"
@@ -275,9 +277,9 @@ def write_cost(url: str, n: int, rounds: int) -> None:
         store = open_store(target, table=table)
         try:
             conn = store._conns.get()  # type: ignore[attr-defined]
-            if label != "with":
-                for index in listing_index_names(table):
-                    conn.execute(f'DROP INDEX IF EXISTS "{index}"')
+            if label == "with":  # a table once listed; a store makes none of them
+                for statement in index_statements(table, LISTING_INDEXES):
+                    conn.execute(statement)
             if label == "previous":
                 for statement in previous_index_statements(table):
                     conn.execute(statement)
@@ -341,11 +343,6 @@ def previous_index_statements(table: str) -> list[str]:
             " WHERE updated_at IS NOT NULL",
             f'CREATE INDEX "{table}_old_retrying" ON "{table}" (run_at, task_id)'
             " WHERE state = 'pending' AND error IS NOT NULL"]
-
-
-def listing_index_names(table: str) -> list[str]:
-    """The names of the indexes ``listing_index_statements(table)`` makes."""
-    return [statement.split('"')[1] for statement in listing_index_statements(table)]
 
 
 def report(times: dict[str, dict[str, list[float]]]) -> bool:

@@ -50,7 +50,8 @@ def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "status", help="print rows by state and the oldest pending and running rows",
         description="Print how many rows of a durable schedule are in each state (and queue),"
-                    " and its oldest pending and running rows. Reads only.")
+                    " and its oldest pending and running rows. Changes no task; the first"
+                    " listing of a table builds its listing indexes.")
     add_store_arguments(parser)
     parser.add_argument("--limit", type=count, default=5, metavar="N",
                         help="oldest rows shown per state (default: %(default)s)")

@@ -4,7 +4,8 @@ Each task is printed as its ``pysched.jobs.TaskInfo`` snapshot, the shape
 ``DurableScheduler.jobs()`` gives (``--json``: one object per task, with
 ``due`` in the store's wall seconds and ``due_wall`` as ISO 8601). Pages are
 keyset pages (``--after`` the cursor the page before printed), each one index
-range scan however large the table. Reads only.
+range scan however large the table. Changes no task; the first listing of a
+table builds the listing's indexes (``Listing.ensure_indexes``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "tasks", help="list tasks by state, queue and name, a page at a time",
         description="List the tasks of a durable schedule, next due first (--newest-first:"
-                    " latest due first), a page at a time. Reads only.")
+                    " latest due first), a page at a time. Changes no task; the first"
+                    " listing of a table builds its listing indexes.")
     add_store_arguments(parser)
     parser.add_argument("--state", action="append", default=[], metavar="STATE", type=key,
                         help="only tasks in this state (repeat for several; default: every"

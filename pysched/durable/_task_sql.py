@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._sql import check_table, quote
-from .listing_sql import FINISHED, FINISHED_AT, RETIRED_INDEXES, listing_index_statements
+from .listing_sql import FINISHED, FINISHED_AT, RETIRED_INDEXES, store_index_statements
 from .records import ATTEMPTS_LIMIT, Serves
 from .store import KNOWN_STATES
 
@@ -77,7 +77,9 @@ class TaskSQL(ABC):
             " WHERE lease_expires IS NOT NULL",
             f"CREATE INDEX IF NOT EXISTS {quote(f'{table}_owner')} ON {t} (lease_owner)"
             " WHERE lease_owner IS NOT NULL",
-            *listing_index_statements(table),  # the read layer's pages (listing.py)
+            # Retention's; the listing's own indexes are built by the read layer when it
+            # first lists the table (listing.py), so that workers' writes do not pay them.
+            *store_index_statements(table),
             *(f"DROP INDEX IF EXISTS {quote(table + suffix)}" for suffix in RETIRED_INDEXES))]
         self.create_meta = sql(f"CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY,"
                                " value double precision)")

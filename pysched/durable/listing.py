@@ -10,6 +10,12 @@ it with ``moments``; nothing here raises on a strange value.
 Pages of tasks are keyset pages in ``(run_at, task_id)`` order: the cursor
 ``next`` names the last row shown, and the next page is one index range scan
 after it, as fast on the millionth row as on the first.
+
+The indexes those scans read (``LISTING_INDEXES``) are not made by the stores,
+whose every write would pay for them: a ``Listing`` builds the missing ones
+before its first page or count (``ensure_indexes``), once. Where it may not
+(a read-only file or role), it says so in one log line and reads on: its pages
+are then scans of the table, right but slower on a large one.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -32,6 +40,8 @@ from .store import FINAL_STATES, KNOWN_STATES, decode_args
 __all__ = ["FAILED_STATES", "MAX_PAGE", "Count", "Fire", "Listing", "Overview", "SeriesDetail",
            "SeriesLine", "TaskDetail", "TaskLine", "TaskPage", "Worker", "decode_cursor",
            "encode_cursor"]
+
+log = logging.getLogger("pysched.durable")
 
 MAX_PAGE = 500
 FAILED_STATES = ("failed", "error")
@@ -251,6 +261,8 @@ class Listing:
         self.sql = ListingSQL(db.dialect, check_table(table))
         self._checked = False
         self._tables: dict[str, set[str]] = {}  # found tables' columns (a dict: thread-safe)
+        self._missing: list[str] | None = None  # the listing's indexes absent, once looked
+        self._building = threading.Lock()  # one build at a time, whichever thread lists first
 
     # -- the tables --------------------------------------------------------------------------
 
@@ -277,6 +289,39 @@ class Listing:
                               " open it once with this pysched's store to bring it up to date")
         self._checked = True
 
+    def ensure_indexes(self) -> list[str]:
+        """Build the listing's indexes the table lacks, the first time only (after that,
+        the answer of the first); the names of those still missing (none: each page
+        reads an index). Where they cannot be built, one log line says why and how."""
+        with self._building:
+            if self._missing is None:
+                self.check()
+                missing = self._absent()
+                if missing:
+                    why = self.db.build([self.sql.listing_indexes[name] for name in missing])
+                    missing = self._absent()
+                    if missing:
+                        self._report(missing, why)
+                self._missing = missing
+            return list(self._missing)
+
+    def _absent(self) -> list[str]:
+        """The listing's indexes that the table lacks or that are not ready for use."""
+        ready = {str(name) for name, usable in self.db.query(self.sql.indexes,
+                                                             {"table": self.sql.table})
+                 if usable}
+        return [name for name in self.sql.listing_indexes if name not in ready]
+
+    def _report(self, missing: list[str], why: str | None) -> None:
+        table = self.sql.table
+        log.warning(
+            "table %s lacks the listing's indexes %s (%s): its pages and counts read the"
+            " whole table. To build them, list it once as a user who may create indexes on"
+            " it (pysched tasks --store STORE --table %s), or run: %s", table,
+            ", ".join(missing), why or "one is left unusable by a build that did not finish:"
+            " DROP INDEX it first", table,
+            "; ".join(self.sql.listing_indexes[name] for name in missing))
+
     def _has_series(self) -> bool:
         return bool(self._has(self.sql.series_table)) and bool(self._has(self.sql.fires_table))
 
@@ -296,7 +341,7 @@ class Listing:
         if isinstance(states, str):  # would be read as a list of one-letter states
             raise TypeError("states must be a list of states, not a str")
         cursor = None if after is None else decode_cursor(after)
-        self.check()
+        self.ensure_indexes()
         equal = {"queue": queue, "ref": name}
         params: dict[str, Any] = {k: v for k, v in equal.items() if v is not None}
         columns = sorted(params)
@@ -318,7 +363,7 @@ class Listing:
         first: a partial index holds only them."""
         _check_limit(limit)
         cursor = None if after is None else decode_cursor(after)
-        self.check()
+        self.ensure_indexes()
         params: dict[str, Any] = {"limit": limit + 1}
         if cursor is not None:
             params["run_at"], params["task_id"] = cursor
@@ -355,7 +400,7 @@ class Listing:
         """Counts by state and queue, workers, the last hour's outcomes, series by state.
 
         Each count reads at most its cap of index entries (see ``Overview``); the last
-        hour reads the rows written in it through the ``updated_at`` index.
+        hour reads the rows finished in it through the finished rows' index.
         """
         self.check()
         now = self.db.now()
@@ -391,7 +436,7 @@ class Listing:
         """Rows by state, by queue and state (queues with rows only), and whether there
         are more queues than ``MAX_QUEUES``: each count reads at most its cap of index
         entries (see ``Overview``)."""
-        self.check()
+        self.ensure_indexes()
         sql = self.sql
         states = sorted((str(r[0]) for r in self.db.query(sql.states([]),
                                                            {"limit": MAX_STATES})),

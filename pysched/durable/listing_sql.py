@@ -5,13 +5,16 @@ steering modules send, for one table, with its identifiers quoted. The text
 is written once, with ``:name`` parameters and a few dialect fragments;
 ``SQLITE`` and ``POSTGRES`` are the two dialects. Nothing here runs SQL.
 
-Indexes (``listing_index_statements``): every page of tasks is a keyset scan
-``(run_at, task_id) > (:run_at, :task_id)`` behind equality on ``state``
-(and ``queue`` or ``ref``), so each is a range scan of one index of the form
+Indexes: every page of tasks is a keyset scan ``(run_at, task_id) >
+(:run_at, :task_id)`` behind equality on ``state`` (and ``queue`` or
+``ref``), so each is a range scan of one index of the form
 ``(equalities..., state, run_at, task_id)``, whatever the table's size. A
 page across several states is one such scan per state present, merged.
-The finished rows are indexed by when they were finished (``FINISHED_AT``),
-for retention and for the last hour's throughput.
+Those indexes (``LISTING_INDEXES``) cost every write that changes a row's
+state a few index entries, and only a reader needs them: the stores do not
+make them, the read layer builds them before its first page of a table
+(``Listing``). The finished rows' index by finishing time (``FINISHED_AT``),
+which retention reads, is the stores' own (``store_index_statements``).
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from dataclasses import dataclass
 
 from ._sql import quote
 
-__all__ = ["FILTER_COLUMNS", "FINISHED", "FINISHED_AT", "POSTGRES", "RETIRED_INDEXES", "SQLITE",
-           "TASK_COLUMNS", "TASK_PAGE_COLUMNS", "Dialect", "ListingSQL",
-           "listing_index_statements"]
+__all__ = ["FILTER_COLUMNS", "FINISHED", "FINISHED_AT", "LISTING_INDEXES", "POSTGRES",
+           "RETIRED_INDEXES", "SQLITE", "TASK_COLUMNS", "TASK_PAGE_COLUMNS", "Dialect",
+           "ListingSQL", "index_statements", "store_index_statements"]
 
 # The columns a task's description reads, in this order.
 TASK_COLUMNS = ("task_id", "version", "state", "run_at", "priority", "ref", "args", "attempts",
@@ -46,10 +49,26 @@ RETRYING = "state = 'pending' AND error IS NOT NULL"
 # existed count by ``run_at``). Literals, written alike in the partial index and in each
 # statement it serves: SQLite uses a partial index only for a query that repeats its
 # WHERE term, and either database an expression index only for the same expression.
-FINISHED = "state IN ('cancelled', 'completed', 'error', 'failed')"
+# Equalities joined by OR, not IN: SQLite evaluates a partial index's WHERE on every row
+# a statement writes, and builds an IN list's lookup table afresh each time, which cost
+# a task more than all of the index's entries.
+FINISHED = ("(state = 'cancelled' OR state = 'completed' OR state = 'error'"
+            " OR state = 'failed')")
 FINISHED_AT = "coalesce(updated_at, run_at)"
-# Indexes an older pysched made that these replace: dropped where found.
-RETIRED_INDEXES = ("_list_updated",)
+# The stores' own index of this module's: retention and the last hour's outcomes read
+# the finished rows by finishing time. Name suffix: (columns) and WHERE.
+STORE_INDEXES = {"_finished": f"({FINISHED_AT}) WHERE {FINISHED}"}
+# The indexes only the listing's pages and counts read: built by the read layer before
+# its first page of a table (``Listing``), never by a store.
+LISTING_INDEXES = {
+    "_list_state": "(state, run_at, task_id)",
+    **{f"_list_{column}": f"({column}, state, run_at, task_id)" for column in FILTER_COLUMNS},
+    # Pending again after a failure, its error kept: few rows, read by the failed page.
+    "_list_retrying": f"(run_at, task_id) WHERE {RETRYING}",
+}
+# Indexes an older pysched made that these replace: dropped where found. (The finished
+# rows' index of an IN list: a query written with OR does not match its WHERE.)
+RETIRED_INDEXES = ("_list_updated", "_list_finished")
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,11 @@ class Dialect:
     bucket: str
     # The columns of ``table`` (one parameter, ``:table``): one row per column, its name first.
     columns: str
+    # The indexes of ``:table``: (name, whether it is ready for use) per index.
+    indexes: str
+    # What builds an index beside the writers: PostgreSQL's plain CREATE INDEX would hold
+    # every write to the table until it is built; CONCURRENTLY lets them run meanwhile.
+    create_index: str = "CREATE INDEX"
     # The planner's estimate of ``:table``'s rows and of its states' shares, as
     # (rows, [state, ...], [share, ...]) from the statistics ANALYZE keeps; "" where the
     # database keeps none per value.
@@ -76,11 +100,17 @@ class Dialect:
 
 SQLITE = Dialect("sqlite", pyformat=False,
                  bucket="CAST((updated_at - :since) / 300 AS INTEGER)",
-                 columns="SELECT name FROM pragma_table_info(:table)")
+                 columns="SELECT name FROM pragma_table_info(:table)",
+                 indexes="SELECT name, 1 FROM sqlite_master WHERE type = 'index'"
+                         " AND tbl_name = :table")
 POSTGRES = Dialect("postgres", pyformat=True,
                    bucket="CAST(floor((updated_at - :since) / 300) AS integer)",
                    columns="SELECT column_name FROM information_schema.columns"
                            " WHERE table_schema = current_schema() AND table_name = :table",
+                   # An index CONCURRENTLY being built, or whose build failed, is not valid.
+                   indexes="SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c"
+                           " ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(:table)",
+                   create_index="CREATE INDEX CONCURRENTLY",
                    state_estimate="SELECT c.reltuples, CAST(CAST(s.most_common_vals AS text)"
                                   " AS text[]), s.most_common_freqs FROM pg_class c"
                                   " LEFT JOIN pg_stats s ON s.schemaname = current_schema()"
@@ -88,23 +118,18 @@ POSTGRES = Dialect("postgres", pyformat=True,
                                   " WHERE c.oid = to_regclass(:table)")
 
 
-def listing_index_statements(table: str) -> list[str]:
-    """The indexes the listing's pages scan, in SQL both databases accept (idempotent).
-
-    Each costs every write that changes a row's state or due time one more
-    index entry; the stores create them beside their own.
-    """
+def index_statements(table: str, indexes: dict[str, str], create: str = "CREATE INDEX"
+                     ) -> list[str]:
+    """``create`` (``CREATE INDEX [CONCURRENTLY]``) ``IF NOT EXISTS`` of each of ``indexes``
+    (name suffix: definition) on ``table``, in SQL both databases accept."""
     t = quote(table)
-    return [f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_state')} ON {t}"
-            " (state, run_at, task_id)",
-            *(f"CREATE INDEX IF NOT EXISTS {quote(f'{table}_list_{column}')} ON {t}"
-              f" ({column}, state, run_at, task_id)" for column in FILTER_COLUMNS),
-            # Retention and the last hour's outcomes: finished rows only, by finishing time.
-            f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_finished')} ON {t}"
-            f" ({FINISHED_AT}) WHERE {FINISHED}",
-            # Pending again after a failure, its error kept: few rows, read by the failed page.
-            f"CREATE INDEX IF NOT EXISTS {quote(table + '_list_retrying')} ON {t}"
-            f" (run_at, task_id) WHERE {RETRYING}"]
+    return [f"{create} IF NOT EXISTS {quote(table + suffix)} ON {t} {definition}"
+            for suffix, definition in indexes.items()]
+
+
+def store_index_statements(table: str) -> list[str]:
+    """The indexes of this module the stores make beside their own (``STORE_INDEXES``)."""
+    return index_statements(table, STORE_INDEXES)
 
 
 class ListingSQL:
@@ -120,6 +145,11 @@ class ListingSQL:
         n = quote(self.notes_table)
         r = dialect.render
         self.columns = r(dialect.columns)
+        self.indexes = r(dialect.indexes)
+        # The listing's indexes by name, each with the statement that builds it.
+        self.listing_indexes = dict(zip(
+            (table + suffix for suffix in LISTING_INDEXES),
+            index_statements(table, LISTING_INDEXES, dialect.create_index), strict=True))
         self.task = r(f"SELECT {', '.join(TASK_COLUMNS)} FROM {t} WHERE task_id = :task_id")
         self.state_estimate = r(dialect.state_estimate) if dialect.state_estimate else ""
         outcomes = ", ".join(f"'{state}'" for state in FINAL_OUTCOMES)

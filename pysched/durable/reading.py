@@ -5,6 +5,8 @@ session with ``default_transaction_read_only``), so pointing a command at a
 wrong path or table creates nothing; ``writable=True`` is for the few writes
 the steering module makes itself. One connection per thread, opened on first
 use, as the stores do: a web server's worker threads each read on their own.
+The one exception is ``build``: the listing's indexes on a table the reader
+has checked, on a connection of its own that may write (``Listing``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ class Database(Protocol):
 
     def execute(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Run ``statements`` in one transaction (a writable database only)."""
+
+    def build(self, statements: Sequence[str]) -> str | None:
+        """Run ``statements`` (indexes to add) one by one, each its own transaction, on a
+        connection of their own that may write, even where this database reads only;
+        None once all ran, else why not (the database's words: a file or a role that
+        may not write, say). A statement that failed leaves the ones before it done."""
 
     def now(self) -> float:
         """The store's clock (what its leases are measured on), in seconds since the epoch."""
@@ -73,7 +81,8 @@ class _SQLiteDatabase:
     def __init__(self, path: str, writable: bool) -> None:
         if not os.path.exists(path):
             raise LookupError(f"no such SQLite file: {path}")
-        self._uri = f"file:{quote(os.path.abspath(path))}?mode={'rw' if writable else 'ro'}"
+        self._file = f"file:{quote(os.path.abspath(path))}"
+        self._uri = f"{self._file}?mode={'rw' if writable else 'ro'}"
         self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(
             self._connect, sqlite3.Connection.close)
 
@@ -98,6 +107,19 @@ class _SQLiteDatabase:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+
+    def build(self, statements: Sequence[str]) -> str | None:
+        try:
+            db = sqlite3.connect(f"{self._file}?mode=rw", uri=True, timeout=10,
+                                 isolation_level=None)
+            try:
+                for sql in statements:
+                    db.execute(sql)
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            return str(exc)
+        return None
 
     def now(self) -> float:
         return time.time()  # the clock SQLiteStore's leases use
@@ -140,6 +162,17 @@ class _PostgresDatabase:
         with db.transaction():
             for sql, params in statements:
                 db.execute(sql, params)
+
+    def build(self, statements: Sequence[str]) -> str | None:
+        # Autocommit, no statement timeout: CREATE INDEX CONCURRENTLY runs outside any
+        # transaction, and on a large table it takes longer than a page may.
+        try:
+            with self._psycopg.connect(self._url, autocommit=True, connect_timeout=10) as db:
+                for sql in statements:
+                    db.execute(sql)
+        except self._psycopg.Error as exc:
+            return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None
 
     def now(self) -> float:
         return float(self.query("SELECT extract(epoch from clock_timestamp())")[0][0])

@@ -9,7 +9,10 @@ schedule's (half pending, mostly due later; half finished over two days, a few
 running, failing or waiting for a retry; four queues, several task names),
 and the planner knows it (ANALYZE; on SQLite also without, as most files are
 never analysed). No planner setting is changed: what is shown is the plan
-each database picks by itself. The million-row figures are in
+each database picks by itself. The claims and retention are explained on
+the table as workers leave it (the stores' indexes only); ``status``, the
+listing and the dashboard on the table once listed, which builds the
+listing's indexes. The million-row figures are in
 benchmarks/bench_durable_scale.py.
 """
 
@@ -83,6 +86,25 @@ class Explained:
     table: str
     recorder: Recorder
 
+    def worked(self) -> None:
+        """The table as the stores make it: without the listing's indexes."""
+        names = Listing(connect(self.target), self.table).sql.listing_indexes
+        self.run(*(f'DROP INDEX IF EXISTS "{name}"' for name in names))
+
+    def listed(self) -> None:
+        """The table once listed: with the listing's indexes, the planner told of them."""
+        reads = Listing(connect(self.target), self.table)
+        try:
+            assert reads.ensure_indexes() == []
+        finally:
+            reads.db.close()
+        self.run(*(['ANALYZE "' + self.table + '"'] if self.analyzed else []))
+
+    analyzed = True
+
+    def run(self, *statements: str) -> None:
+        raise NotImplementedError
+
     def seq_scans(self, sql: str, params: Any) -> list[str]:
         """The plan's lines (or nodes) that read the task table by a sequential scan."""
         raise NotImplementedError
@@ -101,6 +123,7 @@ class SQLiteExplained(Explained):
             db.execute(FILL.format(rows=ROWS, table=self.table, now=NOW))
             if analyze:
                 db.execute("ANALYZE")
+        self.analyzed = analyze
         self.recorder = Recorder(self.table)
         real = sqlite3.connect
 
@@ -112,6 +135,14 @@ class SQLiteExplained(Explained):
 
         monkeypatch.setattr(sqlite3, "connect", traced)
         self._explain = real(path)
+
+    def run(self, *statements: str) -> None:
+        for statement in statements:
+            self._explain.execute(statement)
+        self._explain.commit()
+        # EXPLAIN QUERY PLAN plans with the schema this connection read last, and never
+        # reads it again by itself: a read does, to see the indexes other connections made.
+        self._explain.execute("SELECT count(*) FROM sqlite_master").fetchall()
 
     def _details(self, sql: str) -> list[str]:
         return [r[3] for r in self._explain.execute("EXPLAIN QUERY PLAN " + sql).fetchall()]
@@ -159,6 +190,10 @@ class PostgresExplained(Explained):
             return real(*args, cursor_factory=Recording, **kwargs)
 
         monkeypatch.setattr(psycopg, "connect", recording)
+
+    def run(self, *statements: str) -> None:
+        for statement in statements:
+            self._admin.execute(statement)
 
     def _plan(self, sql: str, params: Any) -> Any:
         [(found,)] = self._admin.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchall()
@@ -255,6 +290,10 @@ def dashboard(db: Explained) -> None:
                          ids=lambda f: f.__name__)
 def test_no_sequential_scan_of_the_task_table(db: Explained, reads: Callable[[Explained], None]
                                               ) -> None:
+    if reads in (claims, retention):
+        db.worked()
+    else:
+        db.listed()
     db.recorder.take()
     reads(db)
     sent = db.recorder.take()
