@@ -1,9 +1,9 @@
 """Recurring series in the pool: a ``pysched.calendar.Series`` driven by the pool's own heap.
 
 Every recurring series of the pool, ``schedule_recurring``'s and
-``schedule_every``'s, is one of these. Each pending version of a series is a
+``schedule_every``'s, is one ``SeriesVersion``. Each pending version of a series is a
 wake-up: the core holds it at the series' next wake time on the pool's clock,
-and when a worker runs it, ``CalendarRecurrence.run`` reads both clocks, lets
+and when a worker runs it, ``SeriesVersion.wake_up`` reads both clocks, lets
 the series decide, and calls the user's function only for a fire time the
 series starts (never before its wall-clock instant). Then the book asks
 ``next_run`` for the next wake-up; nothing else in the pool changes.
@@ -20,9 +20,10 @@ and the wake-up goes on with the latest good one.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable
 from concurrent.futures import Future
 from typing import Any
 
@@ -38,10 +39,10 @@ from .book import REPLACED
 from .clocks import Clocks
 from .future import FutureOwner, TaskFuture
 from .pool_book import PoolOwner, PoolVersion
-from .recurring import CONTINUE, STOP, Recurrence
+from .recurring import CONTINUE, STOP
 from .token import CANCELLED, CLOSED, CancelToken
 
-__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "SeriesFuture", "SeriesVersion",
+__all__ = ["PoolCalendar", "PoolSeries", "SeriesFuture", "SeriesVersion", "end_series",
            "pool_series_handle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
@@ -76,28 +77,80 @@ class PoolCalendar:
         return jump
 
 
-class CalendarRecurrence(Recurrence):
-    """The pool's series record for a ``Series``: each run is a wake-up."""
+class SeriesVersion(PoolVersion):
+    """The pool's one record of a series: its version in the book and its ``Recurrence``.
 
-    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last_wall", "last_mono",
-                 "_skipped", "_coalesced")
+    Each pending version of the series is a wake-up of this record: the core
+    holds ``wake_up``, one function for every series, so it keeps no object of
+    any one series; a worker calls ``fn(*args)``, which is ``wake_up(self)``,
+    with ``args`` made at that call (held here it would be a reference cycle).
+    For the same reason ``series``, the book's ``Recurrence``, is this record
+    itself, read through a property. ``decisions`` is the ``Series`` that
+    decides which fire times run. All fields are slots: a ``PoolVersion``
+    keeps the fields most versions leave at their default in a ``__dict__``
+    made on first use, which a series would make at once and keep.
+    """
 
-    def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
-                 fn: Callable[..., Any], args: tuple[Any, ...],
-                 kwargs: Mapping[str, Any], now: Reading) -> None:
-        super().__init__(CONTINUE if series.on_error == "continue" else STOP, priority)
-        self.series = series
+    __slots__ = ("decisions", "calendar", "call_fn", "call_args", "call_kwargs", "last_wall",
+                 "last_mono", "stopped", "fired", "_skipped", "_coalesced", "timeout",
+                 "cancel_reason", "in_run", "run_no", "stop_reason", "token", "deadline",
+                 "timed_out")
+
+    def __init__(self, pool: PoolOwner, series: Series, calendar: PoolCalendar,
+                 call: PoolVersion, priority: int, now: Reading) -> None:
+        # PoolVersion's fields; its __init__ is not called, as it would set ``args``
+        self.pool = pool
+        self.fn = SeriesVersion.wake_up
+        self.task_id: Hashable = None
+        self.future: TaskFuture | None = None
+        self.run_at = -math.inf
+        self.priority = priority
+        self.task: Any = None
+        self.decisions = series
         self.calendar = calendar
-        self.fn = fn
-        self.args = args
-        self.kwargs = kwargs
+        # what the user's call is, checked by the scheduler
+        self.call_fn = call.fn
+        self.call_args = call.args
+        self.call_kwargs = call.kwargs
+        self.timeout = call.timeout
         # The latest reading, as two floats (no Reading object kept per series): the series
         # was made at ``now``.
         self.last_wall = now.wall
         self.last_mono = now.mono
+        self.stopped = False
+        self.fired = True
         # fire times skipped and coalesced since next_run last handed them to the book
         self._skipped = 0
         self._coalesced = 0
+        # the defaults of PoolVersion's class attributes, as slots
+        self.cancel_reason: str | None = None
+        self.in_run = False
+        self.run_no = 0
+        self.stop_reason: str | None = None
+        self.token: CancelToken | None = None
+        self.deadline: float | None = None
+        self.timed_out = False
+
+    # read-only: this record is its own Recurrence
+    @property
+    def series(self) -> SeriesVersion:  # type: ignore[override]
+        """The book's ``Recurrence`` of this version: the record itself."""
+        return self
+
+    # made at each call: held, it would be a cycle
+    @property
+    def args(self) -> tuple[SeriesVersion]:  # type: ignore[override]
+        """What the worker calls ``fn`` with: this record."""
+        return (self,)
+
+    @property
+    def on_error(self) -> str:
+        """``STOP`` or ``CONTINUE``, the series' own."""
+        return CONTINUE if self.decisions.on_error == "continue" else STOP
+
+    def new_future(self, task_id: Hashable, version: int) -> SeriesFuture:
+        """The series' Future, which ends its ``Series`` as it resolves."""
+        return SeriesFuture(self.pool, task_id, version, self.decisions, self.calendar)
 
     def tally(self, events: list[Event]) -> list[Event]:
         """Count the fire times ``events`` skip or coalesce, for the pool's counters; under
@@ -108,20 +161,6 @@ class CalendarRecurrence(Recurrence):
             elif event.kind == COALESCED:
                 self._coalesced += event.count or 0
         return events
-
-    def ended(self, fut: Future[Any]) -> None:
-        """The series' Future is done: the series ends (its event says why).
-
-        A failed Future: the pool ended the series (a run that failed or timed
-        out under on_error="stop", or a next wake-up it refused), reason "error".
-        """
-        reason = fut.cancel_reason if isinstance(fut, TaskFuture) else None
-        if reason not in (REPLACED, CLOSED):
-            reason = CANCELLED if fut.cancelled() else ERROR
-        calendar = self.calendar
-        with calendar.lock:
-            events = self.series.cancel(reason)
-        calendar.hub.emit(events)
 
     def first_wake(self) -> float:
         """The pool-clock time of the first wake-up."""
@@ -136,20 +175,16 @@ class CalendarRecurrence(Recurrence):
             return self._wake(Reading(self.last_wall + (end - self.last_mono), end)), *counted
 
     def _wake(self, now: Reading) -> float:
-        wake = self.series.next_wake(now)
+        wake = self.decisions.next_wake(now)
         if wake is None:
             # paused: look again soon; ended (no fire time left): the book ends the series
-            return now.mono + PAUSED_POLL if self.series.paused else float("inf")
+            return now.mono + PAUSED_POLL if self.decisions.paused else float("inf")
         return wake
 
-    def __call__(self) -> None:
-        """A wake-up, on a worker: run the user's function if a fire time starts now.
-
-        The record is the version's callable itself: a bound method would be one
-        more object per series for the collector to track.
-        """
+    def wake_up(self) -> None:
+        """A wake-up, on a worker: run the user's function if a fire time starts now."""
         calendar = self.calendar
-        series = self.series
+        series = self.decisions
         events: list[Event] = []
         self.fired = False
         now = calendar.read(fallback=True)
@@ -172,7 +207,7 @@ class CalendarRecurrence(Recurrence):
         error: BaseException | None = None
         context = CURRENT_FIRE.set(fire)
         try:
-            self.fn(*self.args, **self.kwargs)
+            self.call_fn(*self.call_args, **self.call_kwargs)
         except BaseException as exc:
             error = exc
             raise
@@ -185,7 +220,7 @@ class CalendarRecurrence(Recurrence):
         recorded, and the series is free again."""
         calendar = self.calendar
         end = calendar.read(fallback=True)
-        series = self.series
+        series = self.decisions
         with calendar.lock:
             events = self.tally(series.finished(end, error is not None))
             self.last_wall = end.wall
@@ -200,10 +235,11 @@ class SeriesFuture(TaskFuture):
     """The Future of a pool series: it ends its ``Series`` as it resolves.
 
     Cancelled, replaced, closed, or failed by a run that stopped the series:
-    the series' ``CalendarRecurrence.ended`` is called once, before any done
-    callback, as a done callback of its own would be, without the list and
-    bound method one costs for every series. The record is dropped then, so
-    a Future kept after its series ended holds nothing of it.
+    the series ends (``end_series``) once, before any done callback, as a done
+    callback of its own would, without the list and bound method one costs
+    for every series. It holds the ``Series`` and the pool's calendar, not the
+    series' record, which holds this Future (that would be a cycle); both are
+    dropped then, so a Future kept after its series ended holds nothing of it.
 
     The series' Futures of one pool share one ``RLock`` (a tracked object
     each otherwise). That lock is only held for a state change and the
@@ -213,15 +249,16 @@ class SeriesFuture(TaskFuture):
     which an RLock allows.
     """
 
-    def __init__(self, owner: FutureOwner, task_id: Hashable, version: int,
-                 record: CalendarRecurrence) -> None:
+    def __init__(self, owner: FutureOwner, task_id: Hashable, version: int, series: Series,
+                 calendar: PoolCalendar) -> None:
         super().__init__(owner, task_id, version)
-        self._lock = self._condition = record.calendar.future_lock  # type: ignore[assignment]
-        self._series_record: CalendarRecurrence | None = record
+        self._lock = self._condition = calendar.future_lock  # type: ignore[assignment]
+        self._series: Series | None = series
+        self._calendar: PoolCalendar | None = calendar
 
     def has_done_callbacks(self) -> bool:
         """Ending its series emits events to listeners, user code: as a done callback."""
-        return self._series_record is not None or super().has_done_callbacks()
+        return self._series is not None or super().has_done_callbacks()
 
     def cancel(self) -> bool:
         cancelled = super().cancel()
@@ -244,40 +281,24 @@ class SeriesFuture(TaskFuture):
 
     def _end_series(self) -> None:
         """Once done: end the series (at most once; ``Series.cancel`` is idempotent too)."""
-        record = self._series_record
-        if record is not None and self.done():
-            self._series_record = None
-            record.ended(self)
+        series, calendar = self._series, self._calendar
+        if series is not None and calendar is not None and self.done():
+            self._series = self._calendar = None
+            end_series(series, calendar, self)
 
 
-class SeriesVersion(PoolVersion):
-    """The book's record of a pool series: a ``PoolVersion`` whose fields are all slots.
+def end_series(series: Series, calendar: PoolCalendar, fut: Future[Any]) -> None:
+    """The series' Future ``fut`` is done: the series ends (its event says why).
 
-    A ``PoolVersion`` keeps the fields most versions leave at their default in
-    a ``__dict__`` made on first use; a series sets several of them (its
-    ``series``, then ``in_run``, ``run_no``... at each run), so for a series
-    that dict would be made at once and kept as long as the series lives.
+    A failed Future: the pool ended the series (a run that failed or timed
+    out under on_error="stop", or a next wake-up it refused), reason "error".
     """
-
-    __slots__ = ("series", "timeout", "cancel_reason", "in_run", "run_no", "stop_reason",
-                 "token", "deadline", "timed_out")
-
-    def __init__(self, pool: PoolOwner, record: CalendarRecurrence,
-                 timeout: float | None) -> None:
-        # the defaults of PoolVersion's class attributes, as slots
-        self.cancel_reason: str | None = None
-        self.in_run = False
-        self.run_no = 0
-        self.stop_reason: str | None = None
-        self.token: CancelToken | None = None
-        self.deadline: float | None = None
-        self.timed_out = False
-        self.timeout = timeout
-        super().__init__(pool, record, series=record)
-
-    def new_future(self, task_id: Hashable, version: int) -> SeriesFuture:
-        """The series' Future, which ends its ``Series`` as it resolves."""
-        return SeriesFuture(self.pool, task_id, version, self.series)  # type: ignore[arg-type]
+    reason = fut.cancel_reason if isinstance(fut, TaskFuture) else None
+    if reason not in (REPLACED, CLOSED):
+        reason = CANCELLED if fut.cancelled() else ERROR
+    with calendar.lock:
+        events = series.cancel(reason)
+    calendar.hub.emit(events)
 
 
 class PoolSeries:
@@ -292,19 +313,19 @@ class PoolSeries:
 
     __slots__ = ("record", "future", "_outbox")
 
-    def __init__(self, record: CalendarRecurrence, future: TaskFuture) -> None:
+    def __init__(self, record: SeriesVersion, future: TaskFuture) -> None:
         self.record = record
         self.future = future
         self._outbox: deque[Event] = deque()  # flush() pops unlocked while resume() appends
 
     def get(self, series_id: Hashable) -> Series | None:
-        return None if self.future.done() else self.record.series
+        return None if self.future.done() else self.record.decisions
 
     def pause(self, series_id: Hashable) -> None:
-        self.record.series.pause()
+        self.record.decisions.pause()
 
     def resume(self, series_id: Hashable, now: Reading) -> None:
-        self._outbox.extend(self.record.tally(self.record.series.resume(now)))
+        self._outbox.extend(self.record.tally(self.record.decisions.resume(now)))
 
     def cancel(self, series: Series) -> bool:
         return not self.future.done() and self.future.cancel()
@@ -317,8 +338,8 @@ class PoolSeries:
 
 
 def pool_series_handle(task_id: Hashable, future: TaskFuture,
-                       record: CalendarRecurrence) -> SeriesHandle:
+                       record: SeriesVersion) -> SeriesHandle:
     """The handle ``ThreadPoolScheduler.schedule_recurring`` returns for ``record``."""
     calendar = record.calendar
-    return SeriesHandle(PoolSeries(record, future), record.series, read=calendar.read,
+    return SeriesHandle(PoolSeries(record, future), record.decisions, read=calendar.read,
                         lock=calendar.lock, future=future, notes=calendar.ledger.set_note)
