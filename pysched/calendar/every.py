@@ -100,7 +100,7 @@ class Grid(Every):
     its trigger too, one object instead of two.
     """
 
-    __slots__ = ("anchor", "interval", "first_index", "timeline")
+    __slots__ = ("anchor", "first_index", "timeline")
 
     def __init__(self, anchor: float, interval: float, first_index: int,
                  timeline: str = "monotonic", fixed_delay: bool = False, *,
@@ -111,24 +111,28 @@ class Grid(Every):
         self.start_at = start_at
         self.fixed_delay = fixed_delay
         self.anchor = anchor
-        self.interval = interval
         self.first_index = first_index
         self.timeline = timeline
+
+    @property
+    def interval(self) -> float:
+        """Seconds between fire times: the Every's ``seconds``."""
+        return self.seconds
 
     def after_run(self, end: float) -> Grid:
         """The fire times once a run ended at ``end``: the same, or (fixed delay) the
         grid anchored at ``end``, its first fire one interval later."""
         if not self.fixed_delay:
             return self
-        return Grid(end, self.interval, 1, self.timeline, True)
+        return Grid(end, self.seconds, 1, self.timeline, True)
 
     def first(self) -> float | None:
         """The first fire time."""
-        return self.anchor + self.first_index * self.interval
+        return self.anchor + self.first_index * self.seconds
 
     def next_fire(self, after: float) -> float | None:
         """The first fire time strictly after ``after``; None past the largest float."""
-        quotient = (after - self.anchor) / self.interval
+        quotient = (after - self.anchor) / self.seconds
         if math.isinf(quotient):  # so far out that no index reaches it
             return None if quotient > 0 else self.first()
         guess = max(self.first_index, math.floor(quotient) + 1)
@@ -137,7 +141,7 @@ class Grid(Every):
 
     def _at(self, k: int) -> float:
         try:
-            return self.anchor + k * self.interval
+            return self.anchor + k * self.seconds
         except OverflowError:  # k beyond the floats
             return math.inf
 

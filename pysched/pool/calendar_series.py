@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -38,9 +38,9 @@ from ..jobs import DEFAULT_HISTORY
 from .book import REPLACED
 from .clocks import Clocks
 from .future import FutureOwner, TaskFuture
-from .pool_book import PoolOwner, PoolVersion
+from .pool_book import NO_KWARGS, PoolOwner, PoolVersion
 from .recurring import CONTINUE, STOP
-from .token import CANCELLED, CLOSED, CancelToken
+from .token import CANCELLED, CLOSED
 
 __all__ = ["PoolCalendar", "PoolSeries", "SeriesFuture", "SeriesVersion", "end_series",
            "pool_series_handle"]
@@ -53,7 +53,7 @@ class PoolCalendar:
     """The pool's share of the calendar: its clocks, one watch, one hub, one lock, and one
     ledger of its series' recent runs and counts (``history`` runs in all)."""
 
-    __slots__ = ("clocks", "hub", "lock", "future_lock", "ledger", "_watch")
+    __slots__ = ("clocks", "hub", "lock", "future_lock", "ledger", "wall_offset", "_watch")
 
     def __init__(self, clocks: Clocks, history: int = DEFAULT_HISTORY) -> None:
         self.clocks = clocks
@@ -63,14 +63,29 @@ class PoolCalendar:
         self.lock = threading.Lock()
         # The lock of every series' Future (see SeriesFuture).
         self.future_lock = threading.RLock()
-        self._watch = ClockWatch(clocks.reading())
+        now = clocks.reading()
+        self._watch = ClockWatch(now)
+        # wall minus monotonic at the latest reading of any wake-up: a series' next
+        # wake-up is worked out from it (one pair of floats for all, not one per series)
+        self.wall_offset = now.wall - now.mono
 
     def read(self, fallback: bool = False) -> Reading:
         """Both clocks (``Clocks.reading``): outside the calendar lock, always."""
         return self.clocks.reading(fallback)
 
+    def at(self, mono: float) -> Reading:
+        """Both clocks at ``mono`` on the monotonic one, as the latest reading has them;
+        under lock."""
+        return Reading(mono + self.wall_offset, mono)
+
+    def note(self, now: Reading) -> None:
+        """``now`` is the latest reading (``at``); under lock."""
+        self.wall_offset = now.wall - now.mono
+
     def observe(self, now: Reading, events: list[Event]) -> Any:
-        """The jump since the last look, if any (its event added to ``events``); under lock."""
+        """The jump since the last look, if any (its event added to ``events``), and
+        ``now`` noted as the latest reading; under lock."""
+        self.note(now)
         jump = self._watch.observe(now)
         if jump is not None:
             events.append(clock_jump_event(jump))
@@ -91,13 +106,18 @@ class SeriesVersion(PoolVersion):
     made on first use, which a series would make at once and keep.
     """
 
-    __slots__ = ("decisions", "calendar", "call_fn", "call_args", "call_kwargs", "last_wall",
-                 "last_mono", "stopped", "fired", "_skipped", "_coalesced", "timeout",
-                 "cancel_reason", "in_run", "run_no", "stop_reason", "token", "deadline",
-                 "timed_out")
+    # Set at every run: slots. What a run seldom sets (a token, a deadline, a skipped fire
+    # time...) keeps the class default until it does, then goes in the ``__dict__``.
+    __slots__ = ("decisions", "calendar", "call_fn", "call_args", "stopped", "fired", "in_run",
+                 "run_no")
+
+    call_kwargs: Mapping[str, Any] = NO_KWARGS
+    # fire times skipped and coalesced since next_run last handed them to the book
+    _skipped = 0
+    _coalesced = 0
 
     def __init__(self, pool: PoolOwner, series: Series, calendar: PoolCalendar,
-                 call: PoolVersion, priority: int, now: Reading) -> None:
+                 call: PoolVersion, priority: int) -> None:
         # PoolVersion's fields; its __init__ is not called, as it would set ``args``
         self.pool = pool
         self.fn = SeriesVersion.wake_up
@@ -111,25 +131,14 @@ class SeriesVersion(PoolVersion):
         # what the user's call is, checked by the scheduler
         self.call_fn = call.fn
         self.call_args = call.args
-        self.call_kwargs = call.kwargs
-        self.timeout = call.timeout
-        # The latest reading, as two floats (no Reading object kept per series): the series
-        # was made at ``now``.
-        self.last_wall = now.wall
-        self.last_mono = now.mono
+        if call.kwargs:
+            self.call_kwargs = call.kwargs
+        if call.timeout is not None:
+            self.timeout = call.timeout
         self.stopped = False
         self.fired = True
-        # fire times skipped and coalesced since next_run last handed them to the book
-        self._skipped = 0
-        self._coalesced = 0
-        # the defaults of PoolVersion's class attributes, as slots
-        self.cancel_reason: str | None = None
         self.in_run = False
         self.run_no = 0
-        self.stop_reason: str | None = None
-        self.token: CancelToken | None = None
-        self.deadline: float | None = None
-        self.timed_out = False
 
     # read-only: this record is its own Recurrence
     @property
@@ -162,17 +171,18 @@ class SeriesVersion(PoolVersion):
                 self._coalesced += event.count or 0
         return events
 
-    def first_wake(self) -> float:
-        """The pool-clock time of the first wake-up."""
+    def first_wake(self, now: Reading) -> float:
+        """The pool-clock time of the first wake-up, for a series made at ``now``."""
         with self.calendar.lock:
-            return self._wake(Reading(self.last_wall, self.last_mono))
+            return self._wake(now)
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
         with self.calendar.lock:
             counted = self._skipped, self._coalesced
-            self._skipped = self._coalesced = 0
-            return self._wake(Reading(self.last_wall + (end - self.last_mono), end)), *counted
+            if counted != (0, 0):
+                self._skipped = self._coalesced = 0
+            return self._wake(self.calendar.at(end)), *counted
 
     def _wake(self, now: Reading) -> float:
         wake = self.decisions.next_wake(now)
@@ -189,8 +199,6 @@ class SeriesVersion(PoolVersion):
         self.fired = False
         now = calendar.read(fallback=True)
         with calendar.lock:
-            self.last_wall = now.wall
-            self.last_mono = now.mono
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
             events += self.tally(decision.events)
@@ -207,7 +215,8 @@ class SeriesVersion(PoolVersion):
         error: BaseException | None = None
         context = CURRENT_FIRE.set(fire)
         try:
-            self.call_fn(*self.call_args, **self.call_kwargs)
+            kwargs = self.call_kwargs
+            self.call_fn(*self.call_args, **kwargs) if kwargs else self.call_fn(*self.call_args)
         except BaseException as exc:
             error = exc
             raise
@@ -223,8 +232,7 @@ class SeriesVersion(PoolVersion):
         series = self.decisions
         with calendar.lock:
             events = self.tally(series.finished(end, error is not None))
-            self.last_wall = end.wall
-            self.last_mono = end.mono
+            calendar.note(end)
         calendar.ledger.run_ended(series.series_id, fire.fire_time,
                                   wall_of(series, fire.fire_time, began), began.wall, end.wall,
                                   error)

@@ -269,9 +269,9 @@ class ThreadPoolScheduler(Executor):
                         catch_up=catch_up, max_catch_up=max_catch_up, overlap=overlap,
                         on_error=on_error)
         call = self._new_version(fn, args, kwargs, timeout)
-        run = SeriesVersion(self._pool, series, calendar, call, priority, now)
+        run = SeriesVersion(self._pool, series, calendar, call, priority)
         # its Future ends the series as it resolves: cancelled, replaced, closed, or failed
-        fut = self._pool.add(task_id, run.first_wake(), priority, run, now.mono)
+        fut = self._pool.add(task_id, run.first_wake(now), priority, run, now.mono)
         return pool_series_handle(task_id, fut, run)
 
     def add_listener(self, fn: Callable[[Any], object],
