@@ -208,7 +208,8 @@ class SeriesVersion(PoolVersion):
                 events += self.tally(begun)
                 if start:
                     fire = series.running  # with its lateness as it starts
-        calendar.hub.emit(events)
+        if events:
+            calendar.hub.emit(events)
         if fire is None:
             return
         self.fired = True
@@ -236,7 +237,8 @@ class SeriesVersion(PoolVersion):
         calendar.ledger.run_ended(series.series_id, fire.fire_time,
                                   wall_of(series, fire.fire_time, began), began.wall, end.wall,
                                   error)
-        calendar.hub.emit(events)
+        if events:
+            calendar.hub.emit(events)
 
 
 class SeriesFuture(TaskFuture):
