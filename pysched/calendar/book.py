@@ -47,9 +47,10 @@ class SeriesBook:
         self._watch = ClockWatch(now)
         self._last_look = now.mono
         self._series: dict[Hashable, Series] = {}
-        # (wake on the monotonic clock, tie-breaker, id, generation); an entry
-        # whose generation is not the series' current one is stale and skipped.
-        self._heap: list[tuple[float, int, Hashable, int]] = []
+        # (wake on the monotonic clock, tick, id): the tick, fresh at each push, breaks
+        # ties and is the entry's generation; an entry whose tick is not the series'
+        # current generation is stale and skipped. One int serves as both, per series.
+        self._heap: list[tuple[float, int, Hashable]] = []
         self._generation: dict[Hashable, int] = {}
         self._tick = itertools.count()
         # a deque: flush() pops from it unlocked while a locked caller appends
@@ -91,7 +92,7 @@ class SeriesBook:
     def pause(self, series_id: Hashable) -> None:
         """Start nothing more of this series until ``resume`` (KeyError if unknown)."""
         self._series[series_id].pause()
-        self._generation[series_id] = self._generation.get(series_id, 0) + 1
+        self._generation[series_id] = next(self._tick)
 
     def resume(self, series_id: Hashable, now: Reading) -> None:
         """Resume the series; what came due meanwhile is skipped with events."""
@@ -113,7 +114,7 @@ class SeriesBook:
         starts: list[tuple[Series, Fire]] = []
         heap = self._heap
         while heap and heap[0][0] <= now.mono:
-            _, _, series_id, generation = heapq.heappop(heap)
+            _, generation, series_id = heapq.heappop(heap)
             if self._generation.get(series_id) != generation:
                 continue
             series = self._series[series_id]
@@ -158,7 +159,7 @@ class SeriesBook:
         seconds while the book holds any series.
         """
         heap = self._heap
-        while heap and self._generation.get(heap[0][2]) != heap[0][3]:
+        while heap and self._generation.get(heap[0][2]) != heap[0][1]:
             heapq.heappop(heap)
         if not self._series:
             return None
@@ -166,8 +167,7 @@ class SeriesBook:
         return min(heap[0][0], look) if heap else look
 
     def _reschedule(self, series: Series, now: Reading) -> None:
-        generation = self._generation.get(series.series_id, 0) + 1
-        self._generation[series.series_id] = generation
+        generation = self._generation[series.series_id] = next(self._tick)
         wake = series.next_wake(now)
         if wake is not None:
-            heapq.heappush(self._heap, (wake, next(self._tick), series.series_id, generation))
+            heapq.heappush(self._heap, (wake, generation, series.series_id))

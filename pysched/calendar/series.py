@@ -151,8 +151,10 @@ class Series:
         self.overlap = check_choice(overlap, "overlap", OVERLAPS)
         self.on_error = check_choice(on_error, "on_error", ON_ERRORS)
         self.recheck = recheck  # longest sleep of a calendar series, to notice wall-clock jumps
-        self.trigger = trigger
         self._seq = trigger.fires(now) if timeline is None else trigger.fires(now, timeline)
+        # An Every's grid is that Every too (``Grid``): kept as the trigger, it spares the
+        # series one object; the caller's Every is not held.
+        self.trigger = self._seq if isinstance(self._seq, type(trigger)) else trigger
         self.timeline = self._seq.timeline
         if last_fire is None:
             self.last_fire: float | None = None

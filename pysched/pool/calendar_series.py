@@ -1,9 +1,9 @@
 """Recurring series in the pool: a ``pysched.calendar.Series`` driven by the pool's own heap.
 
 Every recurring series of the pool, ``schedule_recurring``'s and
-``schedule_every``'s, is one of these. Each pending version of a series is a
+``schedule_every``'s, is one ``SeriesVersion``. Each pending version of a series is a
 wake-up: the core holds it at the series' next wake time on the pool's clock,
-and when a worker runs it, ``CalendarRecurrence.run`` reads both clocks, lets
+and when a worker runs it, ``SeriesVersion.wake_up`` reads both clocks, lets
 the series decide, and calls the user's function only for a fire time the
 series starts (never before its wall-clock instant). Then the book asks
 ``next_run`` for the next wake-up; nothing else in the pool changes.
@@ -20,9 +20,10 @@ and the wake-up goes on with the latest good one.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -37,11 +38,11 @@ from ..jobs import DEFAULT_HISTORY
 from .book import REPLACED
 from .clocks import Clocks
 from .future import FutureOwner, TaskFuture
-from .pool_book import PoolOwner, PoolVersion
-from .recurring import CONTINUE, STOP, Recurrence
-from .token import CANCELLED, CLOSED, CancelToken
+from .pool_book import NO_KWARGS, PoolOwner, PoolVersion
+from .recurring import CONTINUE, STOP
+from .token import CANCELLED, CLOSED
 
-__all__ = ["CalendarRecurrence", "PoolCalendar", "PoolSeries", "SeriesFuture", "SeriesVersion",
+__all__ = ["PoolCalendar", "PoolSeries", "SeriesFuture", "SeriesVersion", "end_series",
            "pool_series_handle"]
 
 # How often a paused series looks whether it was resumed (seconds of the pool's clock).
@@ -52,7 +53,7 @@ class PoolCalendar:
     """The pool's share of the calendar: its clocks, one watch, one hub, one lock, and one
     ledger of its series' recent runs and counts (``history`` runs in all)."""
 
-    __slots__ = ("clocks", "hub", "lock", "future_lock", "ledger", "_watch")
+    __slots__ = ("clocks", "hub", "lock", "future_lock", "ledger", "wall_offset", "_watch")
 
     def __init__(self, clocks: Clocks, history: int = DEFAULT_HISTORY) -> None:
         self.clocks = clocks
@@ -62,42 +63,103 @@ class PoolCalendar:
         self.lock = threading.Lock()
         # The lock of every series' Future (see SeriesFuture).
         self.future_lock = threading.RLock()
-        self._watch = ClockWatch(clocks.reading())
+        now = clocks.reading()
+        self._watch = ClockWatch(now)
+        # wall minus monotonic at the latest reading of any wake-up: a series' next
+        # wake-up is worked out from it (one pair of floats for all, not one per series)
+        self.wall_offset = now.wall - now.mono
 
     def read(self, fallback: bool = False) -> Reading:
         """Both clocks (``Clocks.reading``): outside the calendar lock, always."""
         return self.clocks.reading(fallback)
 
+    def at(self, mono: float) -> Reading:
+        """Both clocks at ``mono`` on the monotonic one, as the latest reading has them;
+        under lock."""
+        return Reading(mono + self.wall_offset, mono)
+
+    def note(self, now: Reading) -> None:
+        """``now`` is the latest reading (``at``); under lock."""
+        self.wall_offset = now.wall - now.mono
+
     def observe(self, now: Reading, events: list[Event]) -> Any:
-        """The jump since the last look, if any (its event added to ``events``); under lock."""
+        """The jump since the last look, if any (its event added to ``events``), and
+        ``now`` noted as the latest reading; under lock."""
+        self.note(now)
         jump = self._watch.observe(now)
         if jump is not None:
             events.append(clock_jump_event(jump))
         return jump
 
 
-class CalendarRecurrence(Recurrence):
-    """The pool's series record for a ``Series``: each run is a wake-up."""
+class SeriesVersion(PoolVersion):
+    """The pool's one record of a series: its version in the book and its ``Recurrence``.
 
-    __slots__ = ("series", "calendar", "fn", "args", "kwargs", "last_wall", "last_mono",
-                 "_skipped", "_coalesced")
+    Each pending version of the series is a wake-up of this record: the core
+    holds ``wake_up``, one function for every series, so it keeps no object of
+    any one series; a worker calls ``fn(*args)``, which is ``wake_up(self)``,
+    with ``args`` made at that call (held here it would be a reference cycle).
+    For the same reason ``series``, the book's ``Recurrence``, is this record
+    itself, read through a property. ``decisions`` is the ``Series`` that
+    decides which fire times run. All fields are slots: a ``PoolVersion``
+    keeps the fields most versions leave at their default in a ``__dict__``
+    made on first use, which a series would make at once and keep.
+    """
 
-    def __init__(self, series: Series, priority: int, calendar: PoolCalendar,
-                 fn: Callable[..., Any], args: tuple[Any, ...],
-                 kwargs: Mapping[str, Any], now: Reading) -> None:
-        super().__init__(CONTINUE if series.on_error == "continue" else STOP, priority)
-        self.series = series
+    # Set at every run: slots. What a run seldom sets (a token, a deadline, a skipped fire
+    # time...) keeps the class default until it does, then goes in the ``__dict__``.
+    __slots__ = ("decisions", "calendar", "call_fn", "call_args", "stopped", "fired", "in_run",
+                 "run_no")
+
+    call_kwargs: Mapping[str, Any] = NO_KWARGS
+    # fire times skipped and coalesced since next_run last handed them to the book
+    _skipped = 0
+    _coalesced = 0
+
+    def __init__(self, pool: PoolOwner, series: Series, calendar: PoolCalendar,
+                 call: PoolVersion, priority: int) -> None:
+        # PoolVersion's fields; its __init__ is not called, as it would set ``args``
+        self.pool = pool
+        self.fn = SeriesVersion.wake_up
+        self.task_id: Hashable = None
+        self.future: TaskFuture | None = None
+        self.run_at = -math.inf
+        self.priority = priority
+        self.task: Any = None
+        self.decisions = series
         self.calendar = calendar
-        self.fn = fn
-        self.args = args
-        self.kwargs = kwargs
-        # The latest reading, as two floats (no Reading object kept per series): the series
-        # was made at ``now``.
-        self.last_wall = now.wall
-        self.last_mono = now.mono
-        # fire times skipped and coalesced since next_run last handed them to the book
-        self._skipped = 0
-        self._coalesced = 0
+        # what the user's call is, checked by the scheduler
+        self.call_fn = call.fn
+        self.call_args = call.args
+        if call.kwargs:
+            self.call_kwargs = call.kwargs
+        if call.timeout is not None:
+            self.timeout = call.timeout
+        self.stopped = False
+        self.fired = True
+        self.in_run = False
+        self.run_no = 0
+
+    # read-only: this record is its own Recurrence
+    @property
+    def series(self) -> SeriesVersion:  # type: ignore[override]
+        """The book's ``Recurrence`` of this version: the record itself."""
+        return self
+
+    # made at each call: held, it would be a cycle
+    @property
+    def args(self) -> tuple[SeriesVersion]:  # type: ignore[override]
+        """What the worker calls ``fn`` with: this record."""
+        return (self,)
+
+    @property
+    def on_error(self) -> str:
+        """``STOP`` or ``CONTINUE``, the series' own."""
+        return CONTINUE if self.decisions.on_error == "continue" else STOP
+
+    def new_future(self, task_id: Hashable, version: int) -> SeriesFuture:
+        """The series' Future, which ends its ``Series`` as it resolves."""
+        return SeriesFuture(self.pool, task_id, version, self.decisions, self.calendar)
 
     def tally(self, events: list[Event]) -> list[Event]:
         """Count the fire times ``events`` skip or coalesce, for the pool's counters; under
@@ -109,53 +171,34 @@ class CalendarRecurrence(Recurrence):
                 self._coalesced += event.count or 0
         return events
 
-    def ended(self, fut: Future[Any]) -> None:
-        """The series' Future is done: the series ends (its event says why).
-
-        A failed Future: the pool ended the series (a run that failed or timed
-        out under on_error="stop", or a next wake-up it refused), reason "error".
-        """
-        reason = fut.cancel_reason if isinstance(fut, TaskFuture) else None
-        if reason not in (REPLACED, CLOSED):
-            reason = CANCELLED if fut.cancelled() else ERROR
-        calendar = self.calendar
-        with calendar.lock:
-            events = self.series.cancel(reason)
-        calendar.hub.emit(events)
-
-    def first_wake(self) -> float:
-        """The pool-clock time of the first wake-up."""
+    def first_wake(self, now: Reading) -> float:
+        """The pool-clock time of the first wake-up, for a series made at ``now``."""
         with self.calendar.lock:
-            return self._wake(Reading(self.last_wall, self.last_mono))
+            return self._wake(now)
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a wake-up ended at ``end``: the next one (the book's call, under its lock)."""
         with self.calendar.lock:
             counted = self._skipped, self._coalesced
-            self._skipped = self._coalesced = 0
-            return self._wake(Reading(self.last_wall + (end - self.last_mono), end)), *counted
+            if counted != (0, 0):
+                self._skipped = self._coalesced = 0
+            return self._wake(self.calendar.at(end)), *counted
 
     def _wake(self, now: Reading) -> float:
-        wake = self.series.next_wake(now)
+        wake = self.decisions.next_wake(now)
         if wake is None:
             # paused: look again soon; ended (no fire time left): the book ends the series
-            return now.mono + PAUSED_POLL if self.series.paused else float("inf")
+            return now.mono + PAUSED_POLL if self.decisions.paused else float("inf")
         return wake
 
-    def __call__(self) -> None:
-        """A wake-up, on a worker: run the user's function if a fire time starts now.
-
-        The record is the version's callable itself: a bound method would be one
-        more object per series for the collector to track.
-        """
+    def wake_up(self) -> None:
+        """A wake-up, on a worker: run the user's function if a fire time starts now."""
         calendar = self.calendar
-        series = self.series
+        series = self.decisions
         events: list[Event] = []
         self.fired = False
         now = calendar.read(fallback=True)
         with calendar.lock:
-            self.last_wall = now.wall
-            self.last_mono = now.mono
             jump = calendar.observe(now, events)
             decision = series.poll(now, jump)
             events += self.tally(decision.events)
@@ -165,14 +208,16 @@ class CalendarRecurrence(Recurrence):
                 events += self.tally(begun)
                 if start:
                     fire = series.running  # with its lateness as it starts
-        calendar.hub.emit(events)
+        if events:
+            calendar.hub.emit(events)
         if fire is None:
             return
         self.fired = True
         error: BaseException | None = None
         context = CURRENT_FIRE.set(fire)
         try:
-            self.fn(*self.args, **self.kwargs)
+            kwargs = self.call_kwargs
+            self.call_fn(*self.call_args, **kwargs) if kwargs else self.call_fn(*self.call_args)
         except BaseException as exc:
             error = exc
             raise
@@ -185,25 +230,26 @@ class CalendarRecurrence(Recurrence):
         recorded, and the series is free again."""
         calendar = self.calendar
         end = calendar.read(fallback=True)
-        series = self.series
+        series = self.decisions
         with calendar.lock:
             events = self.tally(series.finished(end, error is not None))
-            self.last_wall = end.wall
-            self.last_mono = end.mono
+            calendar.note(end)
         calendar.ledger.run_ended(series.series_id, fire.fire_time,
                                   wall_of(series, fire.fire_time, began), began.wall, end.wall,
                                   error)
-        calendar.hub.emit(events)
+        if events:
+            calendar.hub.emit(events)
 
 
 class SeriesFuture(TaskFuture):
     """The Future of a pool series: it ends its ``Series`` as it resolves.
 
     Cancelled, replaced, closed, or failed by a run that stopped the series:
-    the series' ``CalendarRecurrence.ended`` is called once, before any done
-    callback, as a done callback of its own would be, without the list and
-    bound method one costs for every series. The record is dropped then, so
-    a Future kept after its series ended holds nothing of it.
+    the series ends (``end_series``) once, before any done callback, as a done
+    callback of its own would, without the list and bound method one costs
+    for every series. It holds the ``Series`` and the pool's calendar, not the
+    series' record, which holds this Future (that would be a cycle); both are
+    dropped then, so a Future kept after its series ended holds nothing of it.
 
     The series' Futures of one pool share one ``RLock`` (a tracked object
     each otherwise). That lock is only held for a state change and the
@@ -213,15 +259,16 @@ class SeriesFuture(TaskFuture):
     which an RLock allows.
     """
 
-    def __init__(self, owner: FutureOwner, task_id: Hashable, version: int,
-                 record: CalendarRecurrence) -> None:
+    def __init__(self, owner: FutureOwner, task_id: Hashable, version: int, series: Series,
+                 calendar: PoolCalendar) -> None:
         super().__init__(owner, task_id, version)
-        self._lock = self._condition = record.calendar.future_lock  # type: ignore[assignment]
-        self._series_record: CalendarRecurrence | None = record
+        self._lock = self._condition = calendar.future_lock  # type: ignore[assignment]
+        self._series: Series | None = series
+        self._calendar: PoolCalendar | None = calendar
 
     def has_done_callbacks(self) -> bool:
         """Ending its series emits events to listeners, user code: as a done callback."""
-        return self._series_record is not None or super().has_done_callbacks()
+        return self._series is not None or super().has_done_callbacks()
 
     def cancel(self) -> bool:
         cancelled = super().cancel()
@@ -244,40 +291,24 @@ class SeriesFuture(TaskFuture):
 
     def _end_series(self) -> None:
         """Once done: end the series (at most once; ``Series.cancel`` is idempotent too)."""
-        record = self._series_record
-        if record is not None and self.done():
-            self._series_record = None
-            record.ended(self)
+        series, calendar = self._series, self._calendar
+        if series is not None and calendar is not None and self.done():
+            self._series = self._calendar = None
+            end_series(series, calendar, self)
 
 
-class SeriesVersion(PoolVersion):
-    """The book's record of a pool series: a ``PoolVersion`` whose fields are all slots.
+def end_series(series: Series, calendar: PoolCalendar, fut: Future[Any]) -> None:
+    """The series' Future ``fut`` is done: the series ends (its event says why).
 
-    A ``PoolVersion`` keeps the fields most versions leave at their default in
-    a ``__dict__`` made on first use; a series sets several of them (its
-    ``series``, then ``in_run``, ``run_no``... at each run), so for a series
-    that dict would be made at once and kept as long as the series lives.
+    A failed Future: the pool ended the series (a run that failed or timed
+    out under on_error="stop", or a next wake-up it refused), reason "error".
     """
-
-    __slots__ = ("series", "timeout", "cancel_reason", "in_run", "run_no", "stop_reason",
-                 "token", "deadline", "timed_out")
-
-    def __init__(self, pool: PoolOwner, record: CalendarRecurrence,
-                 timeout: float | None) -> None:
-        # the defaults of PoolVersion's class attributes, as slots
-        self.cancel_reason: str | None = None
-        self.in_run = False
-        self.run_no = 0
-        self.stop_reason: str | None = None
-        self.token: CancelToken | None = None
-        self.deadline: float | None = None
-        self.timed_out = False
-        self.timeout = timeout
-        super().__init__(pool, record, series=record)
-
-    def new_future(self, task_id: Hashable, version: int) -> SeriesFuture:
-        """The series' Future, which ends its ``Series`` as it resolves."""
-        return SeriesFuture(self.pool, task_id, version, self.series)  # type: ignore[arg-type]
+    reason = fut.cancel_reason if isinstance(fut, TaskFuture) else None
+    if reason not in (REPLACED, CLOSED):
+        reason = CANCELLED if fut.cancelled() else ERROR
+    with calendar.lock:
+        events = series.cancel(reason)
+    calendar.hub.emit(events)
 
 
 class PoolSeries:
@@ -292,19 +323,19 @@ class PoolSeries:
 
     __slots__ = ("record", "future", "_outbox")
 
-    def __init__(self, record: CalendarRecurrence, future: TaskFuture) -> None:
+    def __init__(self, record: SeriesVersion, future: TaskFuture) -> None:
         self.record = record
         self.future = future
         self._outbox: deque[Event] = deque()  # flush() pops unlocked while resume() appends
 
     def get(self, series_id: Hashable) -> Series | None:
-        return None if self.future.done() else self.record.series
+        return None if self.future.done() else self.record.decisions
 
     def pause(self, series_id: Hashable) -> None:
-        self.record.series.pause()
+        self.record.decisions.pause()
 
     def resume(self, series_id: Hashable, now: Reading) -> None:
-        self._outbox.extend(self.record.tally(self.record.series.resume(now)))
+        self._outbox.extend(self.record.tally(self.record.decisions.resume(now)))
 
     def cancel(self, series: Series) -> bool:
         return not self.future.done() and self.future.cancel()
@@ -317,8 +348,8 @@ class PoolSeries:
 
 
 def pool_series_handle(task_id: Hashable, future: TaskFuture,
-                       record: CalendarRecurrence) -> SeriesHandle:
+                       record: SeriesVersion) -> SeriesHandle:
     """The handle ``ThreadPoolScheduler.schedule_recurring`` returns for ``record``."""
     calendar = record.calendar
-    return SeriesHandle(PoolSeries(record, future), record.series, read=calendar.read,
+    return SeriesHandle(PoolSeries(record, future), record.decisions, read=calendar.read,
                         lock=calendar.lock, future=future, notes=calendar.ledger.set_note)

@@ -28,6 +28,8 @@ Fixed delay never has a fire time come due during a run, so it ignores the polic
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ..calendar.series import SCAN_LIMIT
 
 FIXED_RATE = "fixed_rate"
@@ -55,7 +57,7 @@ def every_catch_up(overlap: str) -> int:
     return QUEUE_BOUND if overlap == QUEUE else 1
 
 
-class Recurrence:
+class Recurrence(Protocol):
     """What the pool's book needs of a recurring series' record.
 
     ``stopped`` turns true once when the series ends (cancelled, replaced,
@@ -65,15 +67,14 @@ class Recurrence:
     book counts it completed) or nothing (an idle wake-up).
     """
 
-    __slots__ = ("on_error", "priority", "stopped", "fired")
+    priority: int
+    stopped: bool
+    fired: bool
 
-    def __init__(self, on_error: str, priority: int) -> None:
-        self.on_error = on_error
-        self.priority = priority
-        self.stopped = False
-        self.fired = True
+    @property
+    def on_error(self) -> str:
+        """``STOP`` or ``CONTINUE``."""
 
     def next_run(self, end: float) -> tuple[float, int, int]:
         """After a run (a wake-up) returned at ``end``: (next run_at, fire times skipped,
         fire times coalesced since the last call). The book's call, under its lock."""
-        raise NotImplementedError

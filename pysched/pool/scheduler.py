@@ -33,12 +33,7 @@ from ..calendar import Cron, Every, Series, SeriesHandle
 from ..calendar.events import KINDS as SERIES_KINDS
 from ..jobs import DEFAULT_HISTORY, Job, JobPage
 from .backpressure import EVICT_LOWEST, OVERFLOWS, PendingBound, SchedulerFull
-from .calendar_series import (
-    CalendarRecurrence,
-    PoolCalendar,
-    SeriesVersion,
-    pool_series_handle,
-)
+from .calendar_series import PoolCalendar, SeriesVersion, pool_series_handle
 from .clocks import Clocks, waiter_for
 from .future import TaskFuture
 from .jobs import PENDING, RUNNING, Held, build, check_state, describe_one
@@ -274,11 +269,10 @@ class ThreadPoolScheduler(Executor):
                         catch_up=catch_up, max_catch_up=max_catch_up, overlap=overlap,
                         on_error=on_error)
         call = self._new_version(fn, args, kwargs, timeout)
-        record = CalendarRecurrence(series, priority, calendar, fn, call.args, call.kwargs, now)
-        run = SeriesVersion(self._pool, record, call.timeout)
+        run = SeriesVersion(self._pool, series, calendar, call, priority)
         # its Future ends the series as it resolves: cancelled, replaced, closed, or failed
-        fut = self._pool.add(task_id, record.first_wake(), priority, run, now.mono)
-        return pool_series_handle(task_id, fut, record)
+        fut = self._pool.add(task_id, run.first_wake(now), priority, run, now.mono)
+        return pool_series_handle(task_id, fut, run)
 
     def add_listener(self, fn: Callable[[Any], object],
                      kinds: Iterable[str] | None = None) -> None:
@@ -440,11 +434,10 @@ _EVERY = object()  # _held()'s "every task id"
 
 def _held(run: PoolVersion, state: str) -> Held:
     """One record of the book as ``jobs()`` lists it; under the pool's lock."""
-    record = run.series
     future = run.future
     version = None if future is None else future.version
-    if isinstance(record, CalendarRecurrence):
-        return Held(run.task_id, state, run.run_at, record.priority, version, record.series)
+    if isinstance(run, SeriesVersion):
+        return Held(run.task_id, state, run.run_at, run.priority, version, run.decisions)
     return Held(run.task_id, state, run.run_at, run.priority, version)
 
 

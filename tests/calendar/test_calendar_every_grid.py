@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 import textwrap
+from datetime import datetime, timezone
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -107,3 +108,18 @@ def test_fire_times_past_the_datetime_range_are_left_out_of_next_fire_times() ->
         finally:
             far.cancel()
             near.cancel()
+
+
+def test_a_series_keeps_its_grid_as_its_trigger_and_not_the_callers_every() -> None:
+    clocks = FakeClocks(ts("2025-01-01T00:00"), mono=5.0)
+    for every in (Every(2.5), Every(2.5, start_at=7.0, fixed_delay=True),
+                  Every(2.5, start=datetime(2025, 1, 1, 0, 0, 1, tzinfo=timezone.utc))):
+        held = sys.getrefcount(every)
+        series = Series("s", every, clocks.read())
+        assert sys.getrefcount(every) == held  # one object per series fewer
+        assert isinstance(series.trigger, Grid)
+        assert repr(series.trigger) == repr(every)
+        assert series.trigger.describe() == every.describe()
+        assert (series.trigger.seconds, series.trigger.start, series.trigger.start_at,
+                series.trigger.fixed_delay) == (every.seconds, every.start, every.start_at,
+                                                every.fixed_delay)

@@ -13,7 +13,6 @@ import pytest
 from pysched.pool.book import NoWakeups
 from pysched.pool.future import TaskFuture
 from pysched.pool.pool_book import PoolBook, PoolVersion, end_futures
-from pysched.pool.recurring import Recurrence
 
 
 class Owner(NoWakeups):
@@ -115,9 +114,23 @@ def test_close_ends_pending_versions_with_reason_closed_and_lets_claimed_ones_ru
     assert book.start(run) is True
 
 
+class StopOnError:
+    """The least a series record is to the book (``pysched.pool.recurring.Recurrence``)."""
+
+    on_error = "stop"
+    priority = 0
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self.fired = True
+
+    def next_run(self, end: float) -> tuple[float, int, int]:
+        raise AssertionError("no run of this series ends in these tests")
+
+
 def series(book: PoolBook, task_id: str) -> PoolVersion:
     return add(book, task_id, PoolVersion(book.wakeups, print,  # type: ignore[arg-type]
-                                          series=Recurrence("stop", 0)))
+                                          series=StopOnError()))
 
 
 def test_a_series_stopped_during_its_run_is_cancelled_by_the_stopper(book):
