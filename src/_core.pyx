@@ -48,6 +48,17 @@ cdef extern from *:
     """
     void PYSCHED_PREFETCH(const void* p) noexcept nogil
 
+cdef extern from *:
+    """
+    /* CPython's small-object allocator (3.10 and later, 64-bit) carves 16 KiB
+       pools, each starting with a header that freeing any object of the pool
+       reads and writes. Freed in random order, each of a million objects
+       finds its pool's header (and page) out of the caches. Prefetching an
+       address is harmless if the guess is wrong (an object from elsewhere). */
+    #define PYSCHED_POOL_START(p) ((const void*)((uintptr_t)(p) & ~(uintptr_t)16383))
+    """
+    const void* PYSCHED_POOL_START(const void* p) noexcept nogil
+
 cdef extern from "Python.h":
     PyObject** PySequence_Fast_ITEMS(object o)
     # PyList_SetSlice with no items: deletes a slice without making a slice object.

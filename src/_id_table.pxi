@@ -339,8 +339,11 @@ cdef class IdTable:
         PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self.keys)[self.stride * s])
 
     cdef inline void prefetch_key(self, Py_ssize_t s) noexcept:
-        """Start loading the key object of slot ``s``: its key item must be at hand."""
-        PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self.keys)[self.stride * s])
+        """Start loading the key object of slot ``s`` and what freeing it reads (its
+        allocator pool's header): its key item must be at hand."""
+        cdef PyObject* key = PySequence_Fast_ITEMS(self.keys)[self.stride * s]
+        PYSCHED_PREFETCH(key)
+        PYSCHED_PREFETCH(PYSCHED_POOL_START(key))
 
     cdef inline object key(self, Py_ssize_t s):
         return self.keys[self.stride * s]
