@@ -16,6 +16,7 @@ are the spec, and the parts mirror their names and structure.
 
 cimport cython
 from cpython.exc cimport PyErr_Clear
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.pyport cimport PY_SSIZE_T_MAX
