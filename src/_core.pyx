@@ -16,6 +16,7 @@ are the spec, and the parts mirror their names and structure.
 
 cimport cython
 from cpython.exc cimport PyErr_Clear
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.pyport cimport PY_SSIZE_T_MAX
@@ -47,6 +48,17 @@ cdef extern from *:
     #endif
     """
     void PYSCHED_PREFETCH(const void* p) noexcept nogil
+
+cdef extern from *:
+    """
+    /* CPython's small-object allocator (3.10 and later, 64-bit) carves 16 KiB
+       pools, each starting with a header that freeing any object of the pool
+       reads and writes. Freed in random order, each of a million objects
+       finds its pool's header (and page) out of the caches. Prefetching an
+       address is harmless if the guess is wrong (an object from elsewhere). */
+    #define PYSCHED_POOL_START(p) ((const void*)((uintptr_t)(p) & ~(uintptr_t)16383))
+    """
+    const void* PYSCHED_POOL_START(const void* p) noexcept nogil
 
 cdef extern from "Python.h":
     PyObject** PySequence_Fast_ITEMS(object o)

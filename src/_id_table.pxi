@@ -17,7 +17,10 @@
 # Invariants:
 # - ``index`` has ``mask + 1`` buckets, a power of two, at least twice ``count``:
 #   probing always ends at an empty bucket.
-# - A bucket holds -1 (empty) or a slot in use; every slot in use is in exactly
+# - A bucket holds -1 (empty) or a slot in use, with _HASH_IS_KEY set when the
+#   slot's key is an exact int equal to its hash (most int ids): two such keys
+#   with equal hashes are equal, so ``find`` need not load the stored key
+#   object, which at a million ids is a cache miss. Every slot in use is in exactly
 #   one bucket, reachable from its home bucket by linear probing with no empty
 #   bucket between (deletion shifts entries back to keep this; no tombstones).
 # - ``keys`` holds ``stride`` items for each of the ``slots`` slots handed out
@@ -39,6 +42,18 @@
 cdef enum:
     _MIN_BUCKETS = 8
     _MAX_SLOTS = 0x3FFFFFFF  # slot numbers stay far inside int32_t
+    _HASH_IS_KEY = 0x40000000  # a bucket's flag above its slot number (see the invariants)
+    _SLOT_BITS = 0x3FFFFFFF
+
+
+cdef inline bint _hash_is_key(object key, Py_hash_t h) noexcept:
+    """``key`` is an exact int equal to ``h``, its hash (every int of magnitude below 2**61 but -1)."""
+    cdef int overflow = 0
+    cdef long long value
+    if not PyLong_CheckExact(key):
+        return False
+    value = PyLong_AsLongLongAndOverflow(key, &overflow)
+    return not overflow and value == h  # hash(-1) is -2
 
 
 cdef object _FREE = object()
@@ -122,13 +137,15 @@ cdef class IdTable:
         # Rehash into ``n`` buckets from the stored hashes: no Python code runs.
         cdef Py_ssize_t s
         cdef size_t i
+        cdef object key
         self._alloc_buckets(n)
         for s in range(self.slots):
-            if self.keys[self.stride * s] is not _FREE:
+            key = self.keys[self.stride * s]
+            if key is not _FREE:
                 i = _home(self._hash_at(s)[0], self.shift)
                 while self.index[i] >= 0:
                     i = (i + 1) & self.mask
-                self.index[i] = <int32_t>s
+                self.index[i] = self._bucket_value(s, key)
         self.stamp += 1
         return 0
 
@@ -166,20 +183,31 @@ cdef class IdTable:
             _advise_huge(_list_items(self.keys), self.keys_advised)
         return 0
 
+    cdef inline int32_t _bucket_value(self, Py_ssize_t s, object key) noexcept:
+        """What the bucket of slot ``s``, holding ``key``, stores."""
+        return <int32_t>s | (_HASH_IS_KEY if _hash_is_key(key, self._hash_at(s)[0]) else 0)
+
     cdef Py_ssize_t find(self, object key, Py_hash_t h) except -2:
         """The slot of ``key`` (whose hash is ``h``), or -1."""
         cdef size_t i
-        cdef int32_t s
+        cdef int32_t s, bucket
         cdef uint64_t stamp
         cdef object other
+        cdef int32_t known = _HASH_IS_KEY if _hash_is_key(key, h) else 0
         while True:
             stamp = self.stamp
             i = _home(h, self.shift)
             while True:
-                s = self.index[i]
-                if s < 0:
+                bucket = self.index[i]
+                if bucket < 0:
                     return -1
+                s = bucket & _SLOT_BITS
+                # The slot's references along with its hash: the owner reads
+                # them next when this is the key.
+                PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self.keys)[self.stride * s])
                 if self._hash_at(s)[0] == h:
+                    if bucket & known:
+                        return s  # both ints equal to their equal hashes
                     other = self.keys[self.stride * s]
                     if other is key:
                         return s
@@ -218,7 +246,7 @@ cdef class IdTable:
         i = _home(h, self.shift)
         while self.index[i] >= 0:
             i = (i + 1) & self.mask
-        self.index[i] = <int32_t>s
+        self.index[i] = self._bucket_value(s, key)
         self.count += 1
         self.stamp += 1
         return s
@@ -256,7 +284,7 @@ cdef class IdTable:
         cdef size_t i = _home(self._hash_at(s)[0], self.shift)
         cdef size_t j, k
         cdef int32_t moved
-        while self.index[i] != s:
+        while self.index[i] & _SLOT_BITS != s:  # -1 masks to no slot in use
             i = (i + 1) & self.mask
         # Backward-shift deletion: pull later entries of the run into the hole
         # unless their home lies cyclically in (hole, position].
@@ -266,7 +294,7 @@ cdef class IdTable:
             moved = self.index[j]
             if moved < 0:
                 break
-            k = _home(self._hash_at(moved)[0], self.shift)
+            k = _home(self._hash_at(moved & _SLOT_BITS)[0], self.shift)
             if (i <= j and i < k <= j) or (i > j and (k > i or k <= j)):
                 continue
             self.index[i] = moved
@@ -339,8 +367,11 @@ cdef class IdTable:
         PYSCHED_PREFETCH(&PySequence_Fast_ITEMS(self.keys)[self.stride * s])
 
     cdef inline void prefetch_key(self, Py_ssize_t s) noexcept:
-        """Start loading the key object of slot ``s``: its key item must be at hand."""
-        PYSCHED_PREFETCH(PySequence_Fast_ITEMS(self.keys)[self.stride * s])
+        """Start loading the key object of slot ``s`` and what freeing it reads (its
+        allocator pool's header): its key item must be at hand."""
+        cdef PyObject* key = PySequence_Fast_ITEMS(self.keys)[self.stride * s]
+        PYSCHED_PREFETCH(key)
+        PYSCHED_PREFETCH(PYSCHED_POOL_START(key))
 
     cdef inline object key(self, Py_ssize_t s):
         return self.keys[self.stride * s]
@@ -363,6 +394,9 @@ cdef class IdTable:
             s = self.index[b]
             if s < 0:
                 continue
+            assert (s & _HASH_IS_KEY != 0) == _hash_is_key(self.keys[self.stride * (s & _SLOT_BITS)],
+                                                           self._hash_at(s & _SLOT_BITS)[0]), "key flag"
+            s &= _SLOT_BITS
             seen += 1
             assert self.keys[self.stride * s] is not _FREE
             i = _home(self._hash_at(s)[0], self.shift)

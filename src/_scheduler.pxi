@@ -391,6 +391,7 @@ cdef class Scheduler:
         cdef object old_id = None
         if slot < 0 or not (self._rec(slot).pending_seq or stop_running):
             return False
+        self._ids.prefetch_key(slot)  # forgetting the id may free it: start on that now
         if self._rec(slot).pending_seq:
             old_fn = self._drop_pending(slot)
             self._cancelled += 1

@@ -98,3 +98,52 @@ def test_many_ids_come_and_go(impl):
     assert len(s) == 0
     assert all(s.state(i) is None for i in range(0, n, 997))
     s._check()
+
+
+class SubInt(int):
+    """An int subclass: equal to the int of its value, but not an exact int."""
+
+
+_P = 2**61 - 1  # CPython hashes ints modulo this prime
+# Ids equal across types (5, 5.0, SubInt(5); 1 and True) and ints whose
+# hashes collide without being equal (5 and _P + 5; -1 and -2), around the
+# range where an int's hash is its value.
+MIXED_IDS = [0, 1, True, 5, 5.0, SubInt(5), _P + 5, -1, -2, _P - 1, _P, 2**63, -(2**61) + 1,
+             -(2**61), 7, 7 + _P * 3, Key(7)]
+
+
+def _same_id(a: object, b: object) -> bool:
+    return hash(a) == hash(b) and a == b
+
+
+@settings(max_examples=examples(60), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.sampled_from(["schedule", "cancel", "run"]),
+                              st.integers(0, len(MIXED_IDS) - 1)), max_size=200))
+def test_int_ids_equal_only_to_equal_ids(impl, ops):
+    # The core's table skips loading an id that is an int equal to its hash
+    # when the probe is one too: ids equal across types, and ints whose
+    # hashes collide, must still be told apart or found.
+    s = impl.Scheduler()
+    pending: list[object] = []  # one representative per pending id
+    for op, index in ops:
+        probe = MIXED_IDS[index]
+        found = next((held for held in pending if _same_id(held, probe)), None)
+        if op == "schedule":
+            s.schedule(probe, float(index), 0, noop)
+            if found is None:
+                pending.append(probe)
+        elif op == "cancel":
+            assert s.cancel(probe) == (found is not None)
+            if found is not None:
+                pending.remove(found)
+        else:
+            task = s.next(1e9)
+            if task is not None:
+                pending.remove(next(held for held in pending if _same_id(held, task.task_id)))
+                s.complete(task)
+        s._check()
+        for other in MIXED_IDS:
+            held = any(_same_id(h, other) for h in pending)
+            assert s.state(other) == ("pending" if held else None)
+    assert len(s) == len(pending)
