@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from pysched import Every, ThreadPoolScheduler
 from pysched.aio import AsyncScheduler
 from pysched.durable import DurableScheduler, Retry, TaskRegistry
+from pysched.events import TaskEvent
 from pysched.metrics import PrometheusMetrics
 from pysched.metrics.prometheus import METRICS
 
@@ -273,18 +274,23 @@ def test_bad_attachments_are_refused_and_change_nothing():
 
 def test_a_series_run_that_fails_counts_once_and_its_series_event_is_left_alone(caplog):
     registry = CollectorRegistry()
-    stopped = threading.Event()
+    stopped, failed = threading.Event(), threading.Event()
 
     def flop() -> None:
         raise OSError("disk full")
 
     with ThreadPoolScheduler(2) as pool:
-        pool.add_listener(lambda event: stopped.set(), kinds=("stopped",))
         PrometheusMetrics(pool, registry=registry)
+        # Added after the collector: each event reaches it first. The series' events and
+        # the tasks' are two streams, each in order, that may reach listeners in either
+        # order: wait for both.
+        pool.add_listener(lambda event: stopped.set(), kinds=("stopped",))
+        pool.add_listener(lambda event: isinstance(event, TaskEvent) and failed.set(),
+                          kinds=("failed",))
         # Due now, and next in an hour: one run, whose failure stops the series.
         pool.schedule_recurring("nightly", Every(3600, start_at=pool.clock()), 0, flop,
                                 on_error="stop")
-        assert stopped.wait(30)  # the series stops after its failed run
+        assert stopped.wait(30) and failed.wait(30)  # the series stops after its failed run
         with served(registry) as url:
             s = scrape(url)
     assert [r.getMessage() for r in caplog.records if "listener raised" in r.getMessage()] == []
