@@ -1,5 +1,9 @@
 """The heartbeat: renew the leases of the runs in flight here, on a thread of its own.
 
+It renews too the leases of ended runs whose outcomes wait to be stored
+(``OutcomeQueue.tokens``): a version that ran is never released for another
+worker to run again while its outcome is on its way.
+
 Only the tokens of claims this process holds in ``inflight`` are renewed: a
 lease it does not know of (a claim whose answer was lost with the connection)
 expires and its row is claimed again. Its own thread, so that a slow re-read
@@ -38,7 +42,8 @@ class Heartbeat:
 
     def __init__(self, settings: Settings, store: Store, *, clock: Callable[[], float],
                  lifecycle: Lifecycle, inflight: Inflight, counters: Counters,
-                 wakeup: Wakeup, also: Callable[[], object] = lambda: None,
+                 wakeup: Wakeup, waiting: Callable[[], list[str]] = list,
+                 also: Callable[[], object] = lambda: None,
                  lost: Callable[[list[RunningTask]], object] = lambda runs: None) -> None:
         self._s = settings
         self._store = store
@@ -47,6 +52,7 @@ class Heartbeat:
         self._inflight = inflight
         self._counters = counters
         self._wakeup = wakeup
+        self._waiting = waiting  # the tokens of ended runs whose outcomes wait to be stored
         self._also = also  # renews the fire-time leases of recurring series runs here
         self._lost = lost  # told of the runs whose leases were lost (their events)
         self.renewed = 0  # leases renewed, for tests and stats
@@ -73,6 +79,9 @@ class Heartbeat:
             functools.partial(self._store.heartbeat, s.owner, s.lease), self._clock,
             s.live_until)
         self._counters.add("leases_lost", len(lost))
+        waiting = self._waiting()
+        if waiting:  # ended runs keep their leases until their outcomes are stored
+            renewed += len(self._store.heartbeat(s.owner, s.lease, waiting))
         self.renewed += renewed
         if lost:
             log.warning("%d lease(s) of claims in flight here were lost (this process was"

@@ -4,6 +4,12 @@ A run's outcome is queued before its claim leaves ``Inflight``, so whoever sees
 nothing in flight (closing) also sees every outcome still to store. A deque, whose
 appends and pops are atomic: the runs append, and only the housekeeping thread
 takes and puts back, so no lock is needed.
+
+An outcome keeps its claim's lease until it is stored: ``tokens()`` names the
+leases of the outcomes queued and of the batch being written, for the
+heartbeat to renew. Otherwise a slow write (a long re-read on the same thread,
+a retry after a lost connection) would let the lease lapse, and another worker
+would run the finished version again.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class OutcomeQueue:
 
     def __init__(self) -> None:
         self._items: deque[Queued] = deque()
+        self._writing: list[Queued] = []  # the batch taken and not yet stored or put back
 
     def __len__(self) -> int:
         return len(self._items)
@@ -39,8 +46,19 @@ class OutcomeQueue:
         """Return a batch the store could not take, first in line to be tried again
         (by the thread that took it)."""
         self._items.extendleft(reversed(batch))
+        self._writing = []
+
+    def stored(self) -> None:
+        """The batch taken last is stored (by the thread that took it)."""
+        self._writing = []
+
+    def tokens(self) -> list[str]:
+        """The lease tokens of the outcomes not yet stored (from any thread)."""
+        # deque.copy() and a list reference are taken whole, under the GIL.
+        return [outcome.token for outcome, _, _ in (*self._writing, *self._items.copy())]
 
     def take(self) -> list[Queued]:
         """Every outcome queued, oldest first (by the one thread that takes them)."""
         items = self._items
-        return [items.popleft() for _ in range(len(items))]
+        batch = self._writing = [items.popleft() for _ in range(len(items))]
+        return batch

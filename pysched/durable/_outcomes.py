@@ -54,6 +54,7 @@ class Outcomes:
             self._queue.put_back(batch)
             self.retry_at = now + delay
             return
+        self._queue.stored()
         self._backoff.succeeded()
         self.retry_at = 0.0
         self._settle(batch, recorded)

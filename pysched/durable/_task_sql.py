@@ -403,6 +403,11 @@ class PostgresTaskSQL(TaskSQL):
         # The outcomes whose claims still hold their rows, in one statement; a hand-back
         # unrun (pending, no retry_at) keeps the error of an earlier try and gives its
         # attempt back. Then the leases the other tokens still hold are released.
+        # The running test is written "IS TRUE" so the planner neither scans an index by
+        # state nor takes "running" to be as rare as its statistics may say (taken when
+        # few rows ran): from such an estimate it drove the join by the running rows and
+        # read the whole unnest again for each, a join quadratic in the batch (thousands
+        # of outcomes took minutes). The join goes by primary key, linear in the batch.
         self.record = sql(
             f"UPDATE {t} AS t SET state = u.s, error = CASE WHEN u.s = 'pending' AND"
             " u.r IS NULL THEN t.error ELSE u.e END, run_at = coalesce(u.r, t.run_at),"
@@ -412,7 +417,7 @@ class PostgresTaskSQL(TaskSQL):
             " CAST(:versions AS bigint[]), CAST(:states AS text[]), CAST(:errors AS text[]),"
             " CAST(:retry_ats AS float8[])) AS u(i, k, v, s, e, r)"
             " WHERE t.task_id = u.i AND t.lease_token = u.k AND t.version = u.v"
-            " AND t.state = 'running' RETURNING u.k, u.i, u.s")
+            " AND (t.state = 'running') IS TRUE RETURNING u.k, u.i, u.s")
         self.release_tokens = sql(
             f"UPDATE {t} AS t SET lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
             " FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[])) AS u(i, k)"

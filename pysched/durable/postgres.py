@@ -285,9 +285,16 @@ def connect(url: str, *, connect_timeout: float) -> psycopg.Connection[Any]:
     """An autocommit connection to ``url``; its failure, of psycopg's class, says which
     server, database and user it tried and never repeats the password: psycopg's own
     message names the server only, and repeats the part of a malformed URL it could not
-    read, which may be the password (the error is raised ``from None`` for that reason)."""
+    read, which may be the password (the error is raised ``from None`` for that reason).
+
+    Its statements are never prepared on the server (``prepare_threshold=None``): each
+    is planned with its parameters, never by a generic plan that guesses an array's
+    length and a state's share. From such guesses a claim's outcomes or a heartbeat's
+    tokens, thousands at once, were matched row by row against the whole array, a
+    cost quadratic in the batch (measured: minutes for 16,000 outcomes)."""
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=int(connect_timeout))
+        return psycopg.connect(url, autocommit=True, connect_timeout=int(connect_timeout),
+                               prepare_threshold=None)
     except psycopg.Error as exc:
         raise type(exc)(_connect_error(url, exc)) from None
 

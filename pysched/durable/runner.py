@@ -272,6 +272,7 @@ class DurableScheduler:
             self.owner, routing.serves, self.store.now)
         self._heartbeat = Heartbeat(s, self.store, clock=clocks.mono, lifecycle=lifecycle,
                                     inflight=inflight, counters=counters, wakeup=self._beat,
+                                    waiting=queue.tokens,
                                     also=partial(_beat_also, self._series.heartbeat,
                                                  self._roster, counters),
                                     lost=self._told.lease_lost)
