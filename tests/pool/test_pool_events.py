@@ -15,6 +15,7 @@ from pysched import Every
 from pysched.events import TaskEvent
 
 from support.pool import Gate
+from support.task_events import CountedEvents
 
 
 def boom() -> None:
@@ -146,32 +147,22 @@ def test_a_raising_listener_is_logged_and_the_others_still_run(make_pool, caplog
     assert all(r.exc_info and r.exc_info[0] is RuntimeError for r in raised)
 
 
-class Counted(TaskEvent):
-    """TaskEvent, counting how many are made."""
-
-    made = 0
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Counted:
-        Counted.made += 1
-        return super().__new__(cls, *args, **kwargs)
-
-
 def test_no_event_is_built_for_kinds_nobody_wants(make_pool, monkeypatch):
-    monkeypatch.setattr(ev, "TaskEvent", Counted)
-    Counted.made = 0
+    counted = CountedEvents()
+    monkeypatch.setattr(ev, "new_event", counted)
     pool = make_pool()
     for i in range(20):
         pool.schedule(i, 0.0, 0, ok).result()
     pool.schedule("gone", 9.0, 0, ok).cancel()
-    assert Counted.made == 0
+    assert counted.made == 0
     pool.add_listener(lambda event: None, kinds=["failed", "evicted"])
     for i in range(20):
         pool.schedule(i, 0.0, 0, ok).result()
     pool.schedule("gone", 9.0, 0, ok).cancel()
-    assert Counted.made == 0
+    assert counted.made == 0
     with pytest.raises(ZeroDivisionError):
         pool.schedule("b", 0.0, 0, boom).result()
-    assert Counted.made == 1
+    assert counted.made == 1
 
 
 def test_a_listener_added_while_a_task_runs_hears_its_end(make_pool):
