@@ -110,8 +110,10 @@ def finish_of(events: ev.Listeners, run: PoolVersion, failure: BaseException | N
     wanted = events.wanted
     series = run.series
     task = run.task
-    if not wanted or not (series is None or series.fired):
-        return None if failure is None else Finish(None, None, failure, task, False)
+    if not wanted or not (series is None or series.fired):  # nothing to tell: to log?
+        if failure is None and not wanted:
+            return None  # with no listener, the book's own failures are not logged
+        return Finish(None, None, failure, task, False)
     started = ended = None
     if failure is None:
         if SUCCEEDED in wanted:

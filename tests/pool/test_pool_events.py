@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pysched
 import pysched.events as ev
 from pysched import Every
 from pysched.events import TaskEvent
@@ -254,3 +255,36 @@ def test_every_version_has_one_lifecycle(make_pool, clock, ops):
     assert all(f.done() for f in futures)
     check_lifecycles(seen.events)
     assert sum(e.kind == "scheduled" for e in seen.events) == len(futures)
+
+
+@pytest.mark.parametrize("kinds", [None, ["failed"]])
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_run_past_its_timeout_is_failed_with_the_timeout(make_pool, clock, kinds, raises):
+    pool = make_pool()
+    seen = Recorder()
+    pool.add_listener(seen, kinds=kinds)
+    started = threading.Event()
+
+    def body() -> str | None:
+        token = pysched.current_token()
+        started.set()
+        token.wait()
+        if raises:
+            raise ValueError("stopped")
+        return token.reason
+
+    fut = pool.schedule("slow", 0.0, 0, body, timeout=5.0)
+    assert started.wait(10)
+    clock.wait_for_sleeper(5.0)  # the dispatcher times the run
+    clock.advance(5.0)
+    assert isinstance(fut.exception(10), pysched.TaskTimeout)
+    failed = seen.events[-1]
+    assert (failed.kind, failed.error_type, failed.error) == \
+        ("failed", "TaskTimeout", str(fut.exception()))
+    assert failed.duration == 5.0 and failed.lateness == 0.0
+    if raises:  # what fn raised, told by its traceback
+        assert failed.traceback is not None and "ValueError: stopped" in failed.traceback
+    else:
+        assert failed.traceback is None
+    assert [e.kind for e in seen.events] == \
+        (["failed"] if kinds else ["scheduled", "started", "failed"])
