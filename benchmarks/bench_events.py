@@ -99,8 +99,18 @@ def makers_of(before: Any, workers: int) -> dict[str, Callable[[], Any]]:
 def gated_run(make: Callable[[], Any], n: int, by_id: bool) -> None:
     """One pool run whose threads never race: a task holds the one worker while n due
     no-ops are added, then the worker runs them back to back while the caller waits on
-    the last (they run in order). Its instruction count is the same from run to run."""
+    the last (they run in order). The collector is off while it runs: a full collection
+    (millions of instructions) comes or not at a different task from run to run. So its
+    instruction count is the same from run to run."""
     gc.collect()
+    gc.disable()
+    try:
+        _gated_run(make, n, by_id)
+    finally:
+        gc.enable()
+
+
+def _gated_run(make: Callable[[], Any], n: int, by_id: bool) -> None:
     pool = make()
     gate = threading.Event()
     first = pool.submit(gate.wait)
