@@ -8,20 +8,27 @@ scheduler builds no event and reads no extra clock. Times are on
 A version that runs a series' fire time has a ``FireKey`` as its task id:
 its events carry the series' id as theirs, and ``str(series_id)`` as their
 name.
+
+Events are built by ``pysched.events.new_event``, every field in
+``TaskEvent``'s order; a version's name is kept on it once found
+(``event_name``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Hashable
 from typing import Any
 
 from .. import events as ev
+from ..events import TaskEvent
 from ._version import AioVersion
 
 __all__ = ["emit_ended", "emit_outcome", "emit_scheduled", "emit_started", "name_of"]
 
 SCHEDULER = "asyncio"
+_wall = time.time  # an event's ``at``
 
 
 def _id(task_id: Hashable, series_key: type | None) -> Hashable:
@@ -44,8 +51,9 @@ def emit_scheduled(events: ev.Listeners, run: AioVersion, fn: Any, run_at: float
     kept on it for the events of its end (the core holds its fn while it is pending)."""
     fut = run.future
     run.event_name = name = name_of(fut.task_id, fn, series_key)
-    events.emit(ev.TaskEvent(ev.SCHEDULED, _id(fut.task_id, series_key), fut.version, name,
-                             SCHEDULER, ev.now(), run_at=run_at))
+    events.emit(ev.new_event(TaskEvent, (
+        ev.SCHEDULED, _id(fut.task_id, series_key), fut.version, name, SCHEDULER, _wall(), None,
+        None, run_at, None, None, None, None, None, None, None, None, None)))
 
 
 def _pending_name(run: AioVersion, series_key: type | None) -> str:
@@ -67,8 +75,10 @@ def emit_ended(events: ev.Listeners, run: AioVersion, reason: str,
     if kind not in events.wanted:
         return
     fut = run.future
-    events.emit(ev.TaskEvent(kind, _id(fut.task_id, series_key), fut.version,
-                             _pending_name(run, series_key), SCHEDULER, ev.now(), reason=reason))
+    events.emit(ev.new_event(TaskEvent, (
+        kind, _id(fut.task_id, series_key), fut.version, _pending_name(run, series_key),
+        SCHEDULER, _wall(), None, reason, None, None, None, None, None, None, None, None, None,
+        None)))
 
 
 def emit_started(events: ev.Listeners, run: AioVersion, start: float,
@@ -76,10 +86,20 @@ def emit_started(events: ev.Listeners, run: AioVersion, start: float,
     """``run``'s claimed version starts at ``start``: its fn is about to be called."""
     task = run.task
     fut = run.future
-    events.emit(ev.TaskEvent(ev.STARTED, _id(fut.task_id, series_key), task.version,
-                             name_of(fut.task_id, task.fn, series_key), SCHEDULER, ev.now(),
-                             run_at=task.run_at, started_at=start,
-                             lateness=start - task.run_at, attempt=1))
+    run_at = task.run_at
+    events.emit(ev.new_event(TaskEvent, (
+        ev.STARTED, _id(fut.task_id, series_key), task.version, _name(run, series_key),
+        SCHEDULER, _wall(), None, None, run_at, start, start - run_at, None, 1, None, None, None,
+        None, None)))
+
+
+def _name(run: AioVersion, series_key: type | None) -> str:
+    """The name of a claimed version: kept on it if a listener was there when it was
+    scheduled, else found now (and kept)."""
+    name = run.event_name
+    if name is None:
+        run.event_name = name = name_of(run.future.task_id, run.task.fn, series_key)
+    return name
 
 
 def emit_outcome(events: ev.Listeners, run: AioVersion, start: float | None, end: float,
@@ -99,10 +119,8 @@ def emit_outcome(events: ev.Listeners, run: AioVersion, start: float | None, end
     fut = run.future
     error_type, error, trace = ev.failure_fields(exc if kind == ev.FAILED else None)
     reason = (run.stop_reason or ev.CANCELLED) if kind == ev.CANCELLED else None
-    events.emit(ev.TaskEvent(
-        kind, _id(fut.task_id, series_key), task.version,
-        name_of(fut.task_id, task.fn, series_key), SCHEDULER, ev.now(), reason=reason,
-        run_at=task.run_at, started_at=start,
-        lateness=None if start is None else start - task.run_at,
-        duration=None if start is None else end - start, attempt=1, error_type=error_type,
-        error=error, traceback=trace))
+    run_at = task.run_at
+    events.emit(ev.new_event(TaskEvent, (
+        kind, _id(fut.task_id, series_key), task.version, _name(run, series_key), SCHEDULER,
+        _wall(), None, reason, run_at, start, None if start is None else start - run_at,
+        None if start is None else end - start, 1, None, None, error_type, error, trace)))

@@ -89,6 +89,8 @@ class PoolVersion:
     token: CancelToken | None = None  # made on the first current_token() of a run
     deadline: float | None = None  # of the running run, while the book times it
     timed_out = False  # the running run passed its deadline
+    # Its task events' (pysched.pool.pool_events), set only while a listener is there:
+    event_name: str | None = None  # found on its first event, kept for the others
 
     def __init__(self, pool: PoolOwner, fn: Callable[..., Any], args: tuple[Any, ...] = (),
                  kwargs: Mapping[str, Any] | None = None, timeout: float | None = None,
@@ -210,7 +212,9 @@ class PoolBook(Book[PoolVersion]):
                now: float, ended: list[PoolVersion]) -> None:
         """The core took ``run`` as ``version`` of ``task_id``: book it (see Book.adopt)."""
         if run.future is None:  # its first version (a series keeps its first Future)
-            run.future = run.new_future(task_id, version)
+            # A plain version's Future made here: a call fewer per schedule()
+            run.future = (TaskFuture(run.pool, task_id, version) if run.__class__ is PoolVersion
+                          else run.new_future(task_id, version))
         run.run_at = run_at
         self.counts.scheduled += 1
         ended_now = self.adopt(task_id, run)

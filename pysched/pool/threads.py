@@ -79,12 +79,21 @@ from .clocks import Clocks, Waiter
 from .future import TaskFuture
 from .lock import hot_path_ops, pool_lock
 from .pool_book import PoolBook, PoolVersion, end_futures
-from .pool_events import emit_ended, emit_started, name_of, post_finished, post_scheduled
+from .pool_events import (
+    Finish,
+    emit_ended,
+    emit_started,
+    finish_of,
+    name_of,
+    post_finished,
+    post_scheduled,
+)
 from .token import CancelToken, TaskCancelled, current_run, run_callbacks, scheduler_token
 
 LOGGER = logging.getLogger("pysched")
 TASK_LOG = logging.getLogger("pysched.pool")  # failed runs, and listeners that raise
 _INF = math.inf
+_SCHEDULED, _STARTED = ev.SCHEDULED, ev.STARTED
 
 __all__ = ["PoolThreads"]
 
@@ -299,7 +308,8 @@ class PoolThreads:
         if not self.workers:  # read unlocked: start_first looks again under the lock
             self.start_first()
         ended: list[PoolVersion] = []
-        name = self.events.wanted and self._scheduled_name(run, task_id)  # falsy: not told
+        # Falsy when nobody wants it: with no listener, the one test this call pays
+        name = _SCHEDULED in self.events.wanted and name_of(run, task_id)
         with self.lock:
             self.book.add(task_id, run_at, priority, run, now, ended)
             if name:
@@ -317,7 +327,7 @@ class PoolThreads:
         """Add a submitted Future and its version, due now (see PoolBook.submit)."""
         if not self.workers:  # read unlocked: start_first looks again under the lock
             self.start_first()
-        name = self.events.wanted and self._scheduled_name(run, fut)  # falsy: not told
+        name = _SCHEDULED in self.events.wanted and name_of(run, fut)  # as in add()
         if not self.try_lock(False):
             self.wait_lock()
         try:
@@ -331,10 +341,6 @@ class PoolThreads:
             self._start_spare(spare)
         if name:
             self.events.deliver()
-
-    def _scheduled_name(self, run: PoolVersion, task_id: Any) -> str | None:
-        """The name for ``run``'s scheduled event, if a listener wants it."""
-        return name_of(run, task_id) if ev.SCHEDULED in self.events.wanted else None
 
     def end(self, ended: list[PoolVersion]) -> None:
         """Cancel the Futures of versions ended unstarted, each with its event; outside
@@ -452,27 +458,16 @@ class PoolThreads:
         work: Any = None  # a started version not run yet, or the core's hint: float or None
         result: Any = None
         failure: BaseException | None = None
-        # Set only when a run failed or a listener is there (``noted``), else stale:
-        task: Any = None  # the run's core Task: its version and run_at
-        ran_failure: BaseException | None = None  # what fn raised, before the book's say
-        watched: Any = False  # its events are wanted
-        raised: tuple[str | None, str | None, str | None] = (None, None, None)
+        told: Finish | None = None  # what to tell and log of the run that just ended
         resolves = False
         start = now = book.epoch
         ended: list[PoolVersion] = []
         try:
             while True:
                 now = read_clock(True)
-                # The one test a task pays when it returned and nobody listens.
-                noted = failure is not None or events.wanted
-                if noted and run is not None:
-                    # Read before the lock: once it is released, another worker may start
-                    # the series' next wake-up on this same record (and its Task).
-                    task = run.task
-                    ran_failure = failure
-                    watched = events.wanted and (run.series is None or run.series.fired)
-                    if watched:  # formatted here, not under the lock
-                        raised = ev.failure_fields(failure)
+                # All a run that returned pays here when nobody listens: three tests.
+                if run is not None and (failure is not None or events.wanted):
+                    told = finish_of(events, run, failure, start, now, worker)
                 # Finish the previous version and start the next in one critical section.
                 if not try_lock(False):
                     wait_lock()
@@ -480,9 +475,8 @@ class PoolThreads:
                 try:
                     if run is not None:
                         failure, resolves = book.finish(run, True, start, now, failure, ended)
-                        if noted and watched:
-                            post_finished(events, run, task, start, now, failure or ran_failure,
-                                          worker, raised)
+                        if told is not None:
+                            post_finished(events, told, run, failure, start, now, worker)
                     # Done callbacks are user code that may take long: claim the next
                     # version only after them, so it does not wait behind them while
                     # another worker could run it.
@@ -494,12 +488,9 @@ class PoolThreads:
                 finally:
                     unlock()
                 if run is not None:
-                    if noted:
-                        failed = failure or ran_failure
-                        if failed is not None:
-                            self._failed(run, task, failed)
-                        if watched:
-                            events.deliver()
+                    if told is not None:
+                        self._told(run, told, failure)
+                        told = None
                     if resolves:
                         run.future.settle(result, failure)  # type: ignore[union-attr]
                     run = result = failure = None
@@ -517,7 +508,7 @@ class PoolThreads:
                 if run.timeout is not None:
                     with lock:
                         book.track_timeout(run, start)
-                if events.wanted and ev.STARTED in events.wanted and run.series is None:
+                if events.wanted and _STARTED in events.wanted and run.series is None:
                     emit_started(events, run, run.task, start, worker)
                 work = None  # it runs now: its Future gets what fn gives
                 context = set_current(run)
@@ -536,6 +527,15 @@ class PoolThreads:
             elif run is not None:
                 self._abandon(run, exc, (start, result, failure))
             raise
+
+    def _told(self, run: PoolVersion, told: Finish, failure: BaseException | None) -> None:
+        """After the lock: log ``run``'s failure (the book's ``failure``, else what fn
+        raised), then deliver its events."""
+        failed = failure or told.ran_failure
+        if failed is not None:
+            self._failed(run, told.task, failed)
+        if told.told:
+            self.events.deliver()
 
     def _failed(self, run: PoolVersion, task: Any, failure: BaseException) -> None:
         """Log a run that raised, once, with its traceback (a run stopped at its token's

@@ -15,6 +15,7 @@ from pysched import Every
 from pysched.events import TaskEvent
 
 from support.aio import VirtualTimeLoop, run
+from support.task_events import CountedEvents
 
 
 def ok() -> int:
@@ -116,24 +117,16 @@ def test_kinds_filter_and_a_raising_listener_is_logged(make_scheduler, caplog):
     assert len(raised) == 1 and raised[0].name == "pysched.aio"
 
 
-class Counted(TaskEvent):
-    made = 0
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Counted:
-        Counted.made += 1
-        return super().__new__(cls, *args, **kwargs)
-
-
 def test_no_event_is_built_without_a_listener_for_its_kind(make_scheduler, monkeypatch):
-    monkeypatch.setattr(ev, "TaskEvent", Counted)
-    Counted.made = 0
+    counted = CountedEvents()
+    monkeypatch.setattr(ev, "new_event", counted)
 
     async def main() -> int:
         s = make_scheduler()
         for i in range(10):
             await s.schedule_in(i, 0, 0, ok)
         s.schedule_in("x", 5, 0, ok).cancel()
-        before = Counted.made
+        before = counted.made
         s.add_listener(lambda event: None, kinds=["failed"])
         for i in range(10):
             await s.schedule_in(i, 0, 0, later, (0.1,))
@@ -144,7 +137,7 @@ def test_no_event_is_built_without_a_listener_for_its_kind(make_scheduler, monke
         return before
 
     assert on_virtual(main) == 0
-    assert Counted.made == 1
+    assert counted.made == 1
 
 
 def test_a_listener_added_mid_run_hears_the_end_without_a_start(make_scheduler):

@@ -10,11 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pysched
 import pysched.events as ev
 from pysched import Every
 from pysched.events import TaskEvent
 
 from support.pool import Gate
+from support.task_events import CountedEvents
 
 
 def boom() -> None:
@@ -146,32 +148,22 @@ def test_a_raising_listener_is_logged_and_the_others_still_run(make_pool, caplog
     assert all(r.exc_info and r.exc_info[0] is RuntimeError for r in raised)
 
 
-class Counted(TaskEvent):
-    """TaskEvent, counting how many are made."""
-
-    made = 0
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Counted:
-        Counted.made += 1
-        return super().__new__(cls, *args, **kwargs)
-
-
 def test_no_event_is_built_for_kinds_nobody_wants(make_pool, monkeypatch):
-    monkeypatch.setattr(ev, "TaskEvent", Counted)
-    Counted.made = 0
+    counted = CountedEvents()
+    monkeypatch.setattr(ev, "new_event", counted)
     pool = make_pool()
     for i in range(20):
         pool.schedule(i, 0.0, 0, ok).result()
     pool.schedule("gone", 9.0, 0, ok).cancel()
-    assert Counted.made == 0
+    assert counted.made == 0
     pool.add_listener(lambda event: None, kinds=["failed", "evicted"])
     for i in range(20):
         pool.schedule(i, 0.0, 0, ok).result()
     pool.schedule("gone", 9.0, 0, ok).cancel()
-    assert Counted.made == 0
+    assert counted.made == 0
     with pytest.raises(ZeroDivisionError):
         pool.schedule("b", 0.0, 0, boom).result()
-    assert Counted.made == 1
+    assert counted.made == 1
 
 
 def test_a_listener_added_while_a_task_runs_hears_its_end(make_pool):
@@ -263,3 +255,36 @@ def test_every_version_has_one_lifecycle(make_pool, clock, ops):
     assert all(f.done() for f in futures)
     check_lifecycles(seen.events)
     assert sum(e.kind == "scheduled" for e in seen.events) == len(futures)
+
+
+@pytest.mark.parametrize("kinds", [None, ["failed"]])
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_run_past_its_timeout_is_failed_with_the_timeout(make_pool, clock, kinds, raises):
+    pool = make_pool()
+    seen = Recorder()
+    pool.add_listener(seen, kinds=kinds)
+    started = threading.Event()
+
+    def body() -> str | None:
+        token = pysched.current_token()
+        started.set()
+        token.wait()
+        if raises:
+            raise ValueError("stopped")
+        return token.reason
+
+    fut = pool.schedule("slow", 0.0, 0, body, timeout=5.0)
+    assert started.wait(10)
+    clock.wait_for_sleeper(5.0)  # the dispatcher times the run
+    clock.advance(5.0)
+    assert isinstance(fut.exception(10), pysched.TaskTimeout)
+    failed = seen.events[-1]
+    assert (failed.kind, failed.error_type, failed.error) == \
+        ("failed", "TaskTimeout", str(fut.exception()))
+    assert failed.duration == 5.0 and failed.lateness == 0.0
+    if raises:  # what fn raised, told by its traceback
+        assert failed.traceback is not None and "ValueError: stopped" in failed.traceback
+    else:
+        assert failed.traceback is None
+    assert [e.kind for e in seen.events] == \
+        (["failed"] if kinds else ["scheduled", "started", "failed"])
