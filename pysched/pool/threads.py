@@ -88,7 +88,14 @@ from .pool_events import (
     post_finished,
     post_scheduled,
 )
-from .token import CancelToken, TaskCancelled, current_run, run_callbacks, scheduler_token
+from .token import (
+    CancelToken,
+    TaskCancelled,
+    TaskTimeout,
+    current_run,
+    run_callbacks,
+    scheduler_token,
+)
 
 LOGGER = logging.getLogger("pysched")
 TASK_LOG = logging.getLogger("pysched.pool")  # failed runs, and listeners that raise
@@ -491,6 +498,8 @@ class PoolThreads:
                     if told is not None:
                         self._told(run, told, failure)
                         told = None
+                    elif failure is not None:  # the book's own (a timeout), told to nobody
+                        self._failed(run, run.future.version, failure)  # type: ignore[union-attr]
                     if resolves:
                         run.future.settle(result, failure)  # type: ignore[union-attr]
                     run = result = failure = None
@@ -533,16 +542,17 @@ class PoolThreads:
         raised), then deliver its events."""
         failed = failure or told.ran_failure
         if failed is not None:
-            self._failed(run, told.task, failed)
+            self._failed(run, told.task.version, failed)
         if told.told:
             self.events.deliver()
 
-    def _failed(self, run: PoolVersion, task: Any, failure: BaseException) -> None:
-        """Log a run that raised, once, with its traceback (a run stopped at its token's
-        request is no error); a series' wake-up that fired nothing never raises."""
-        if isinstance(failure, TaskCancelled):
+    def _failed(self, run: PoolVersion, version: int, failure: BaseException) -> None:
+        """Log a run that failed, once, with its traceback (a run stopped at its token's
+        request is no error, but one past its timeout is); a series' wake-up that fired
+        nothing never raises."""
+        if isinstance(failure, TaskCancelled) and not isinstance(failure, TaskTimeout):
             return
-        TASK_LOG.error("task %r version %r failed", run.future.task_id, task.version,  # type: ignore[union-attr]
+        TASK_LOG.error("task %r version %r failed", run.future.task_id, version,  # type: ignore[union-attr]
                        exc_info=failure)
 
     def _abandon(self, run: PoolVersion, exc: BaseException,

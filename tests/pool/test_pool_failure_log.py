@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
+import pysched
 from pysched import Every
 
 
@@ -44,3 +46,28 @@ def test_a_failed_series_run_is_logged_once(make_pool, clock, caplog):
     records = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert [(r.name, r.exc_info[0] if r.exc_info else None) for r in records] == \
         [("pysched.pool", ValueError)]
+
+
+def test_a_run_that_returns_past_its_timeout_is_logged_once_with_no_listener(make_pool, clock,
+                                                                               caplog):
+    """The book fails such a run itself (fn raised nothing): it is logged all the same."""
+    pool = make_pool()
+    started = threading.Event()
+
+    def slow() -> str | None:
+        token = pysched.current_token()
+        started.set()
+        token.wait()
+        return token.reason  # returns, without raising, once past its timeout
+
+    with caplog.at_level(logging.DEBUG, logger="pysched"):
+        fut = pool.schedule("slow", 0.0, 0, slow, timeout=5.0)
+        assert started.wait(10)
+        clock.wait_for_sleeper(5.0)  # the dispatcher times the run
+        clock.advance(5.0)
+        assert isinstance(fut.exception(10), pysched.TaskTimeout)
+        pool.close(wait=True)
+    records = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [(r.name, r.getMessage(), r.exc_info[0] if r.exc_info else None)
+            for r in records] == [("pysched.pool", "task 'slow' version 1 failed",
+                                   pysched.TaskTimeout)]
