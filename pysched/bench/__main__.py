@@ -1,6 +1,6 @@
 """``python -m pysched.bench``: pysched's Cython core against what users would write instead.
 
-Quick by default (sizes 1,000 and 10,000, about half a minute); ``--full``
+Quick by default (sizes 1,000 and 10,000, about a minute); ``--full``
 runs n = 1,000 to 1,000,000, so growth with n shows, and checks that the
 core's cost per operation grows no faster than log n (several minutes).
 A progress bar goes to stderr, the report to stdout.
