@@ -2,7 +2,7 @@
 
 Quick by default (sizes 1,000 and 10,000, about a minute); ``--full``
 runs n = 1,000 to 1,000,000, so growth with n shows, and checks that the
-core's cost per operation grows no faster than log n (several minutes).
+core's cost per operation grows no faster than log n (about 25 minutes).
 A progress bar goes to stderr, the report to stdout.
 """
 
@@ -67,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(prog="python -m pysched.bench", description=__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parse.add_argument("--full", action="store_true",
-                       help="sizes 1,000 to 1,000,000 and the log-n check (several minutes)")
+                       help="sizes 1,000 to 1,000,000 and the log-n check (about 25 minutes)")
     parse.add_argument("--huge", action="store_true",
                        help=f"also n = {config.HUGE_N:,} for the composite workloads (pysched"
                             " and heapq, versioned) and for memory (an hour or more)")
